@@ -1,0 +1,3 @@
+from ds4kit.cli import main
+
+main()

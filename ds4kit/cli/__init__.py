@@ -1,0 +1,37 @@
+"""The `ds4kit` command line: one subcommand per job.
+
+Each subcommand lives in its own module and is registered here; a module parses
+flags, builds a config, runs the job and writes a report (see ds4kit.reports).
+"""
+from __future__ import annotations
+
+import click
+
+from ds4kit import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ds4kit")
+def main() -> None:
+    """Evaluate and diagnose DeepSeek V4 Flash on your own hardware."""
+
+
+def _register() -> None:
+    # Imported here so a broken optional module names itself instead of killing the CLI.
+    from ds4kit.cli import report_cmds
+
+    main.add_command(report_cmds.report)
+    for name, attr in (
+        ("ds4kit.cli.model_cmds", "model"),
+        ("ds4kit.cli.thermal_cmds", "thermal"),
+    ):
+        try:
+            module = __import__(name, fromlist=[attr])
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        main.add_command(getattr(module, attr))
+
+
+_register()

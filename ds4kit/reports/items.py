@@ -1,0 +1,62 @@
+"""Append-only per-item JSONL log: each finished item is one line, flushed and
+fsynced as it completes, so a crash or kill loses nothing and ``--resume`` can
+skip what is done."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from ds4kit.reports.atomic import _json_default
+
+
+class ItemLog:
+    def __init__(self, path: str | os.PathLike, key: str = "id"):
+        self.path = Path(path)
+        self.key = key
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def read(self) -> list[dict[str, Any]]:
+        """All complete records. A torn last line (killed mid-write) is ignored."""
+        if not self.path.exists():
+            return []
+        out = []
+        with open(self.path, "r", encoding="utf-8") as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break  # torn write: the item was not finished
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break
+        return out
+
+    def done_keys(self) -> set:
+        return {rec[self.key] for rec in self.read() if self.key in rec}
+
+    def _drop_torn_tail(self) -> None:
+        # Truncate a partial last line so the next append starts on a fresh line.
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as f:
+            data = f.read()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                f.truncate(cut)
+
+    def append(self, record: dict[str, Any]) -> None:
+        if self.key not in record:
+            raise ValueError(f"item record lacks its key field {self.key!r}")
+        self._drop_torn_tail()
+        line = json.dumps(record, ensure_ascii=False, default=_json_default, allow_nan=False)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.read())

@@ -1,0 +1,28 @@
+#include "bindings.h"
+#include "common/cpu_features.h"
+#include "common/error.h"
+
+PYBIND11_MODULE(_engine, m) {
+    m.doc() = "ds4kit engine core (C++17): GGUF, quantised types, tokenizer, DeepSeek V4 Flash";
+    bind_errors(m);
+    bind_gguf(m);
+    bind_quant(m);
+    bind_tokenizer(m);
+
+    py::dict build;
+    build["gpu_backend"] = DS4KIT_GPU_BACKEND;
+    build["compiler"] = DS4KIT_COMPILER;
+    build["git_sha"] = DS4KIT_GIT_SHA;
+    m.attr("build_info") = build;
+    m.def("cpu_features", &ds4::cpu_features_string, "SIMD features the engine dispatches to on this CPU");
+}
+
+void bind_errors(py::module_& m) {
+    // Error hierarchy seen from Python: Ds4Error (RuntimeError) is the base of
+    // FormatError (bad file), ArgumentError (bad call) and UnsupportedError.
+    // Translators run newest first, so the base is registered before its children.
+    auto& base = py::register_exception<ds4::Error>(m, "Ds4Error", PyExc_RuntimeError);
+    py::register_exception<ds4::FormatError>(m, "FormatError", base);
+    py::register_exception<ds4::ArgumentError>(m, "ArgumentError", base);
+    py::register_exception<ds4::UnsupportedError>(m, "UnsupportedError", base);
+}
