@@ -24,6 +24,7 @@ def _register() -> None:
     for name, attr in (
         ("ds4kit.cli.model_cmds", "model"),
         ("ds4kit.cli.thermal_cmds", "thermal"),
+        ("ds4kit.cli.bench_cmds", "bench"),
     ):
         try:
             module = __import__(name, fromlist=[attr])
