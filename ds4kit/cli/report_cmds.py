@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -47,7 +48,8 @@ def show(run_dir: Path, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    # Wide when piped so values (hashes, paths) are not folded mid-word.
+    console = Console(width=None if sys.stdout.isatty() else 200)
     try:
         validate_report(rep)
         valid = "[green]valid[/green]"
