@@ -32,7 +32,7 @@ def card_results(resolution: CardResolution, *, max_tokens: int | None = None, m
     (default: every tier of the card, or "high" when it has none)."""
     card = resolution.card
     max_tokens = card["max_tokens"] if max_tokens is None else max_tokens
-    efforts = tuple(card["reasoning_effort_tiers"]) or ("high",) if efforts is None else tuple(efforts)
+    efforts = (tuple(card["reasoning_effort_tiers"]) or ("high",)) if efforts is None else tuple(efforts)
     budgets = [derive_thinking_budget(card, max_tokens=max_tokens, reasoning_effort=e, max_ctx=max_ctx,
                                       announce=False) for e in efforts]
     results = {
