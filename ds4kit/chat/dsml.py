@@ -15,6 +15,13 @@ String arguments are written raw (string="true"); every other JSON value is
 written as compact JSON (string="false"). Only the closing delimiters are
 escaped, because tool data must reach the model byte for byte.
 
+Tool results: D revisions disagree. ds4_server.c at 0025dd3e entity-escapes
+'&', '<' and '>' inside <tool_result>; a later revision keeps tool output raw
+("tool output is data", so read-file and shell output reach the model intact)
+and escapes only a literal "</tool_result>" as "&lt;/tool_result>". We follow
+the later one. Results are rendered in message order (D's per-call ordering
+hook is unused in its DeepSeek path too).
+
 Where we differ from D, on purpose: D falls back to one raw "arguments"
 parameter when the arguments are not a JSON object; we reject that input with
 a ValueError instead. D copies non-string JSON values minified from the request
