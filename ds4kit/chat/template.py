@@ -30,10 +30,20 @@ Rendering, in order:
   (thinking) or ``</think>`` (not). After a closed assistant turn D writes
   none, and neither do we.
 
+Message fields: ``role``, ``content`` (a string or a list of text parts),
+``reasoning_content`` (assistant only), ``tool_calls`` (assistant only, OpenAI
+shape, rendered as DSML, see ``ds4kit.chat.dsml``), and ``tool_call_id`` /
+``name``, which are accepted and not rendered (D renders neither). Any other
+field is an error rather than silently dropped. Tool *schemas* (D's "## Tools"
+system block) are not rendered: callers that need them must add that text to
+the system message themselves.
+
 Reasoning effort: D has only three prompt states, none / high / max. Every
 effort below "max" renders exactly like "high"; the tiers differ only in the
 thinking budget the caller enforces (see ``ds4kit.cards``). Without thinking
-the effort has no effect on the prompt (D's think_mode_from_enabled).
+the effort has no effect on the prompt (D's think_mode_from_enabled). D also
+turns "max" into "high" when the context is below 384K tokens; ``render_chat``
+has no context size, so callers apply ``effort_for_context`` first.
 """
 from __future__ import annotations
 
