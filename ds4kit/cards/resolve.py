@@ -17,6 +17,7 @@ went unnoticed.
 """
 from __future__ import annotations
 
+import copy
 import os
 import re
 import sys
@@ -146,5 +147,5 @@ def resolve_card(model_path: str | os.PathLike | None, general_name: str | None,
     )
     if announce:
         print(f"ds4kit WARNING [model-card]: {warning}", file=sys.stderr)
-    return CardResolution("hard-fallback", HARD_FALLBACK_NAME, None, None, dict(HARD_FALLBACK_CARD),
+    return CardResolution("hard-fallback", HARD_FALLBACK_NAME, None, None, copy.deepcopy(HARD_FALLBACK_CARD),
                           warning, tuple(looked_in))

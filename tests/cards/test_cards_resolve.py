@@ -170,3 +170,17 @@ def test_to_manifest_shape(model):
     res = resolve_card(model, NAME, "deepseek4")
     assert res.to_manifest() == {"source": "family", "name": res.name, "path": res.path,
                                  "family": "deepseek4", "warning": res.warning}
+
+
+def test_a_name_with_no_letters_or_digits_skips_name_lookups(model, capsys):
+    res = resolve_card(model, "***", "deepseek4")
+    assert res.source == "family"
+    assert res.looked_in == (str(model.parent / "Model-Q2.card.json"),)
+
+
+def test_hard_fallback_card_is_a_private_copy(model):
+    first = resolve_card(model, NAME, "llama", announce=False)
+    first.card["sampling"]["temperature"] = 0.0
+    first.card["max_tokens"] = 1
+    again = resolve_card(model, NAME, "llama", announce=False)
+    assert again.card["sampling"]["temperature"] == 1.0 and again.card["max_tokens"] == 16000

@@ -208,3 +208,8 @@ def test_effort_for_context_follows_d_384k_gate():
     assert effort_for_context("max", 393216) == "max"
     assert effort_for_context("low", 1024) == "low"
     assert effort_for_context(None, 1024) is None
+
+
+def test_empty_conversation_is_bos_only():
+    assert render_chat([], thinking=True) == B
+    assert render_chat([], thinking=True, reasoning_effort="max", bos=False) == MAX_PREFIX
