@@ -10,7 +10,27 @@ import click
 from ds4kit import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Ds4Group(click.Group):
+    """Turns expected failures (bad file, bad argument, bad card) into one clear line and exit
+    status 2 instead of a traceback. The run's report.json has already recorded the error.
+    DS4KIT_DEBUG=1 shows the traceback."""
+
+    def invoke(self, ctx: click.Context):
+        import os
+
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (ValueError, FileNotFoundError, FileExistsError, PermissionError, RuntimeError,
+                NotImplementedError) as exc:
+            if os.environ.get("DS4KIT_DEBUG") == "1":
+                raise
+            click.echo(f"ds4kit: error: {exc}", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=_Ds4Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ds4kit")
 def main() -> None:
     """Evaluate and diagnose DeepSeek V4 Flash on your own hardware."""

@@ -21,7 +21,8 @@ def _default_model() -> Path:
 def _resolve_card(mf, card_path):
     from ds4kit.cards import resolve_card
 
-    return resolve_card(mf.path, mf.name, mf.architecture, card_path=card_path)
+    # announce=False: Run.set_card prints the warning once and records it in the report.
+    return resolve_card(mf.path, mf.name, mf.architecture, card_path=card_path, announce=False)
 
 
 def _human(n: int) -> str:
@@ -156,4 +157,31 @@ def tokenize(model: Path | None, text: str | None, file_: Path | None, no_specia
                    summary_md=f"{len(ids)} tokens for {len(data)} bytes\n")
 
 
-commands = [info, hash_, tokenize]
+@click.command("card")
+@click.argument("model", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--card", "card_path", type=click.Path(path_type=Path), default=None, help="Model card JSON to use.")
+@click.option("--max-tokens", type=int, default=None, help="Generation budget (default: the card's max_tokens).")
+@click.option("--max-ctx", type=int, default=None, help="Context size, which also caps the thinking budget.")
+@click.option("--effort", "efforts", multiple=True, help="Reasoning effort tier(s) to derive (default: all).")
+@out_option
+def card(model: Path | None, card_path: Path | None, max_tokens: int | None, max_ctx: int | None,
+         efforts: tuple[str, ...], out: Path | None) -> None:
+    """Which model card applies to MODEL, where it came from, and the thinking budget per effort."""
+    from ds4kit.cards.report import card_results, record_card
+    from ds4kit.engine import open_model_file
+
+    model = model or _default_model()
+    with start_run("model-card", out) as run:
+        mf = open_model_file(model)
+        run.set_model(mf.manifest_entry())
+        res = _resolve_card(mf, card_path)
+        results, budgets = card_results(res, max_tokens=max_tokens, max_ctx=max_ctx, efforts=efforts or None)
+        record_card(run, res, budgets)
+        click.echo(f"card: {res.name} via {res.source}" + (f" ({res.path})" if res.path else ""))
+        for b in results["budgets"]:
+            click.echo(f"  effort {b['reasoning_effort']}: thinking {b['tokens']} tokens, reply {b['reply_budget']}"
+                       + (f" (clamped by {b['clamped_by']})" if b["clamped_by"] else ""))
+        run.finish(results)
+
+
+commands = [info, hash_, tokenize, card]
