@@ -90,34 +90,29 @@ V2_4: list[Field] = V2_3 + [("average_cpu_voltage", "u16", 1), ("average_soc_vol
                             ("average_gfx_voltage", "u16", 1), ("average_cpu_current", "u16", 1),
                             ("average_soc_current", "u16", 1), ("average_gfx_current", "u16", 1)]
 
-# v3.0: Strix Point / Strix Halo (SMU 14). The kernel grew it in place (IPU read/write
-# bandwidth were inserted without a revision bump), so the two variants differ only in size.
-def _v3_0(with_ipu_bandwidth: bool) -> list[Field]:
-    ipu_bw = [("average_ipu_reads", "u16", 1), ("average_ipu_writes", "u16", 1)] if with_ipu_bandwidth else []
-    return HEADER + [
-        ("temperature_gfx", "u16", 1), ("temperature_soc", "u16", 1), ("temperature_core", "u16", 16),
-        ("temperature_skin", "u16", 1), ("average_gfx_activity", "u16", 1), ("average_vcn_activity", "u16", 1),
-        ("average_ipu_activity", "u16", 8), ("average_core_c0_activity", "u16", 16),
-        ("average_dram_reads", "u16", 1), ("average_dram_writes", "u16", 1),
-    ] + ipu_bw + [
-        ("system_clock_counter", "u64", 1), ("average_socket_power", "u32", 1), ("average_ipu_power", "u16", 1),
-        ("average_apu_power", "u32", 1), ("average_gfx_power", "u32", 1), ("average_dgpu_power", "u32", 1),
-        ("average_all_core_power", "u32", 1), ("average_core_power", "u16", 16), ("average_sys_power", "u16", 1),
-        ("stapm_power_limit", "u16", 1), ("current_stapm_power_limit", "u16", 1),
-        ("average_gfxclk_frequency", "u16", 1), ("average_socclk_frequency", "u16", 1),
-        ("average_vpeclk_frequency", "u16", 1), ("average_ipuclk_frequency", "u16", 1),
-        ("average_fclk_frequency", "u16", 1), ("average_vclk_frequency", "u16", 1),
-        ("average_uclk_frequency", "u16", 1), ("average_mpipu_frequency", "u16", 1),
-        ("current_coreclk", "u16", 16), ("current_core_maxfreq", "u16", 1), ("current_gfx_maxfreq", "u16", 1),
-        ("throttle_residency_prochot", "u32", 1), ("throttle_residency_spl", "u32", 1),
-        ("throttle_residency_fppt", "u32", 1), ("throttle_residency_sppt", "u32", 1),
-        ("throttle_residency_thm_core", "u32", 1), ("throttle_residency_thm_gfx", "u32", 1),
-        ("throttle_residency_thm_soc", "u32", 1), ("time_filter_alphavalue", "u32", 1),
-    ]
-
-
-V3_0 = _v3_0(with_ipu_bandwidth=True)
-V3_0_EARLY = _v3_0(with_ipu_bandwidth=False)
+# v3.0: Strix Point / Strix Halo (SMU 14). The kernel later inserted average_ipu_reads/
+# writes without a revision bump; they fill what was alignment padding before the u64, so
+# every other offset and the size are unchanged and this one layout reads both.
+V3_0: list[Field] = HEADER + [
+    ("temperature_gfx", "u16", 1), ("temperature_soc", "u16", 1), ("temperature_core", "u16", 16),
+    ("temperature_skin", "u16", 1), ("average_gfx_activity", "u16", 1), ("average_vcn_activity", "u16", 1),
+    ("average_ipu_activity", "u16", 8), ("average_core_c0_activity", "u16", 16),
+    ("average_dram_reads", "u16", 1), ("average_dram_writes", "u16", 1),
+    ("average_ipu_reads", "u16", 1), ("average_ipu_writes", "u16", 1),
+    ("system_clock_counter", "u64", 1), ("average_socket_power", "u32", 1), ("average_ipu_power", "u16", 1),
+    ("average_apu_power", "u32", 1), ("average_gfx_power", "u32", 1), ("average_dgpu_power", "u32", 1),
+    ("average_all_core_power", "u32", 1), ("average_core_power", "u16", 16), ("average_sys_power", "u16", 1),
+    ("stapm_power_limit", "u16", 1), ("current_stapm_power_limit", "u16", 1),
+    ("average_gfxclk_frequency", "u16", 1), ("average_socclk_frequency", "u16", 1),
+    ("average_vpeclk_frequency", "u16", 1), ("average_ipuclk_frequency", "u16", 1),
+    ("average_fclk_frequency", "u16", 1), ("average_vclk_frequency", "u16", 1),
+    ("average_uclk_frequency", "u16", 1), ("average_mpipu_frequency", "u16", 1),
+    ("current_coreclk", "u16", 16), ("current_core_maxfreq", "u16", 1), ("current_gfx_maxfreq", "u16", 1),
+    ("throttle_residency_prochot", "u32", 1), ("throttle_residency_spl", "u32", 1),
+    ("throttle_residency_fppt", "u32", 1), ("throttle_residency_sppt", "u32", 1),
+    ("throttle_residency_thm_core", "u32", 1), ("throttle_residency_thm_gfx", "u32", 1),
+    ("throttle_residency_thm_soc", "u32", 1), ("time_filter_alphavalue", "u32", 1),
+]
 
 _SIZES = {"u8": 1, "u16": 2, "u32": 4, "u64": 8}
 
@@ -159,5 +154,5 @@ LAYOUTS: dict[tuple[int, int], list[Layout]] = {
     (2, 2): [Layout("v2.2", V2_2, _CENTI, 0.001, 1.0)],
     (2, 3): [Layout("v2.3", V2_3, _CENTI, 0.001, 1.0)],
     (2, 4): [Layout("v2.4", V2_4, _CENTI, 0.001, 0.01)],
-    (3, 0): [Layout("v3.0", V3_0, _CENTI, 0.001, 1.0), Layout("v3.0-early", V3_0_EARLY, _CENTI, 0.001, 1.0)],
+    (3, 0): [Layout("v3.0", V3_0, _CENTI, 0.001, 1.0)],
 }
