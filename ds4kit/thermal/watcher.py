@@ -176,7 +176,7 @@ class Watcher:
             if sig.name not in self._signals_sent:
                 self._signal_child(sig, f"user interrupt #{n}")
             if self._aborting_at is None:
-                self._aborting_at = now
+                self._aborting_at = time.monotonic()
 
     def _spawn(self, argv: list[str]) -> None:
         kwargs: dict[str, Any] = {}
@@ -274,8 +274,8 @@ class Watcher:
                 if self.proc is None:
                     self.out.end_reason = "thermal abort"
                     break
-                self._aborting_at = now
                 self._signal_child(signal.SIGINT, "thermal abort")
+                self._aborting_at = time.monotonic()  # the grace period counts from the signal itself
             self._forward_interrupts(now)
             self._escalate(now)
             if self.proc is not None:
