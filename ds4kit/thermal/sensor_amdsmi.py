@@ -60,7 +60,7 @@ class AmdsmiSensor(Sensor):
             self.note_error("power", exc)
         try:
             c = a.amdsmi_get_clock_info(self.handle, a.AmdSmiClkType.GFX)
-            v = _number(c.get("clk"))
+            v = _number(c.get("clk", c.get("cur_clk")))  # the key was cur_clk in ROCm 5.x
             if v is not None:
                 values[f"{g}.gfx_clock_mhz"] = v
             else:
@@ -93,6 +93,7 @@ def probe() -> tuple[list[Sensor], list[Unavailable]]:
     except Exception as exc:
         return [], [Unavailable("amdsmi", f"amdsmi_init failed: {type(exc).__name__}: {exc}")]
     if not handles:
+        _shut_down(amdsmi)
         return [], [Unavailable("amdsmi", "amdsmi reports no AMD GPUs")]
     sensors: list[Sensor] = []
     missing: list[Unavailable] = []
@@ -106,4 +107,23 @@ def probe() -> tuple[list[Sensor], list[Unavailable]]:
         s.read_errors.clear()
         s.read_error_count = 0
         sensors.append(s)
+    if sensors:
+        # One amdsmi_shut_down, when the last of these sensors closes.
+        users = [len(sensors)]
+
+        def release() -> None:
+            users[0] -= 1
+            if users[0] == 0:
+                _shut_down(amdsmi)
+        for s in sensors:
+            s.close = release  # type: ignore[method-assign]
+    else:
+        _shut_down(amdsmi)
     return sensors, missing
+
+
+def _shut_down(amdsmi) -> None:
+    try:
+        amdsmi.amdsmi_shut_down()
+    except Exception:
+        pass

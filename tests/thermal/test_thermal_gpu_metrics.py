@@ -5,18 +5,21 @@ import pytest
 
 from ds4kit.thermal.gpu_metrics import GpuMetricsError, decode
 from ds4kit.thermal.gpu_metrics_layouts import LAYOUTS, layout_offsets
-from thermal_fixtures import V1_0, V1_3, V2_2, V3_0, V3_0Early, blob
+from thermal_fixtures import (V1_0, V1_1, V1_2, V1_3, V1_4, V1_5, V1_6, V2_0, V2_1, V2_2, V2_3, V2_4, V3_0,
+                              V3_0Early, blob)
 
 # V3_0Early is the struct before the kernel inserted average_ipu_reads/writes: the same
 # v3.0 layout must read it (the new fields sat in padding).
-CASES = [(V1_0, "v1.0"), (V1_3, "v1.3"), (V2_2, "v2.2"), (V3_0, "v3.0"), (V3_0Early, "v3.0")]
+CASES = [(V1_0, "v1.0"), (V1_1, "v1.1"), (V1_2, "v1.2"), (V1_3, "v1.3"), (V1_4, "v1.4"), (V1_5, "v1.5"),
+         (V1_6, "v1.6"), (V2_0, "v2.0"), (V2_1, "v2.1"), (V2_2, "v2.2"), (V2_3, "v2.3"), (V2_4, "v2.4"),
+         (V3_0, "v3.0"), (V3_0Early, "v3.0")]
 
 
 def _layout(name):
     return next(lay for lays in LAYOUTS.values() for lay in lays if lay.name == name)
 
 
-@pytest.mark.parametrize("cls,name", CASES, ids=["v1.0", "v1.3", "v2.2", "v3.0", "v3.0-early"])
+@pytest.mark.parametrize("cls,name", CASES, ids=[c[1] for c in CASES[:-1]] + ["v3.0-early"])
 def test_offsets_and_size_match_ctypes(cls, name):
     offsets, size = layout_offsets(_layout(name).fields)
     assert size == ctypes.sizeof(cls)
@@ -24,6 +27,25 @@ def test_offsets_and_size_match_ctypes(cls, name):
         if field_name == "common_header":
             continue
         assert offsets[field_name][0] == getattr(cls, field_name).offset, field_name
+
+
+def test_every_kernel_layout_is_covered():
+    assert {lay.name for lays in LAYOUTS.values() for lay in lays} == {name for _, name in CASES}
+
+
+def test_v1_6_mi300_first_xcc_clock_and_watts():
+    b = blob(V1_6, temperature_hotspot=71, curr_socket_power=540, current_gfxclk=[2100, 2000] + [0xFFFF] * 6,
+             average_gfx_activity=100, throttle_status=2)
+    m = decode(b)
+    assert m.layout == "v1.6"
+    assert m.temperatures_c == {"hotspot": 71} and m.power_w == {"curr_socket_power": 540}
+    assert m.clocks_mhz == {"current_gfxclk": 2100}
+
+
+def test_v2_4_centi_activity():
+    m = decode(blob(V2_4, temperature_gfx=5012, average_gfx_activity=4550, average_socket_power=15000))
+    assert m.activity_pct["average_gfx_activity"] == pytest.approx(45.5)
+    assert m.temperatures_c["gfx"] == pytest.approx(50.12) and m.power_w["average_socket_power"] == 15.0
 
 
 def test_v1_0_dgpu_values_and_padding():

@@ -256,3 +256,43 @@ def test_bad_arguments_say_what_is_wrong(tmp_path, args, needle, code):
         assert needle in load(tmp_path / "run")["results"]["end_reason"]
     else:
         assert needle in r.stderr
+
+
+def _fake_apu(root: Path) -> None:
+    from thermal_fixtures import V2_2, blob
+
+    fs = FakeSysfs(root)
+    # TEMP_HOTSPOT stuck on, as gfx1151 can show it: it must be listed as ignored, not as throttling.
+    fs.card("card0", blob(V2_2, temperature_gfx=6100, temperature_soc=5500, average_socket_power=65000,
+                          average_gfxclk_frequency=2600, average_gfx_activity=95, indep_throttle_status=1 << 36))
+    fs.hwmon(0, "k10temp", {"temp1_input": 70500, "temp1_label": "Tctl"})
+    fs.hwmon(1, "amdgpu", {"temp1_input": 61000, "temp1_label": "edge", "power1_input": 65000000})
+
+
+def test_watch_against_a_fake_amd_apu_tree(tmp_path):
+    _fake_apu(tmp_path / "root")
+    out = tmp_path / "run"
+    # Real GPUs of the test machine (NVML, amdsmi) are left out so the expectations hold anywhere.
+    r = run_watch("--sysfs-root", str(tmp_path / "root"), "--sensors", "gpu_metrics,hwmon-amdgpu,k10temp,psutil",
+                  "--interval", "0.1", "--out", str(out), "--", "sleep", "0.5")
+    assert r.returncode == 0, r.stderr
+    res = load(out)["results"]
+    assert {s["name"] for s in res["sensors"]["found"]} >= {"gpu_metrics:card0", "k10temp:hwmon0",
+                                                           "hwmon-amdgpu:hwmon1", "psutil:cpu"}
+    assert res["metrics"]["card0.gfx_c"]["max"] == 61.0
+    assert res["metrics"]["card0.socket_power_w"]["median"] == 65.0
+    assert res["metrics"]["hwmon1.power_w"]["max"] == 65.0
+    assert res["watched_temperature"]["peak"]["metric"] == "k10temp.tctl_c"  # the hottest reading counts
+    assert res["throttle"]["episodes"] == []
+    assert [b["bit"] for b in res["throttle"]["ignored_bits"]] == ["TEMP_HOTSPOT"]
+
+
+def test_sensors_command_lists_readings_and_reasons(tmp_path):
+    _fake_apu(tmp_path / "root")
+    r = subprocess.run([sys.executable, "-m", "ds4kit", "thermal", "sensors", "--sysfs-root", str(tmp_path / "root"),
+                        "--sensors", "gpu_metrics,k10temp,nvml"], cwd=REPO, env=_env(), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "found   gpu_metrics:card0" in r.stdout and "card0.gfx_c = 61" in r.stdout
+    assert "throttle: TEMP_HOTSPOT" in r.stdout and "k10temp.tctl_c = 70.5" in r.stdout
+    assert "missing amdsmi: not selected" in r.stdout
