@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ds4kit.thermal.sensors import Discovery
-from ds4kit.thermal.stats import metric_stats, peak_temperature, time_above
+from ds4kit.thermal.stats import metric_stats, peak_temperature, time_above, watched_temperature
 from ds4kit.thermal.throttle import ThrottleParams, detect
 
 
@@ -21,6 +21,13 @@ def telemetry_results(discovery: Discovery, samples: list[dict[str, Any]], *, in
                       temp_patterns: tuple[str, ...], warn_at: float | None = None, abort_at: float | None = None,
                       throttle_params: ThrottleParams | None = None) -> dict[str, Any]:
     """The part every telemetry consumer shares (the CLI adds the watch-specific fields)."""
+    throttle = detect(samples, discovery.clock_load_pairs(), throttle_params)
+    for e in throttle["episodes"]:
+        # How hot it was while throttled: tells a thermal limit from a power cap at a glance.
+        temps = [watched_temperature(s["values"], temp_patterns)[0] for s in samples
+                 if e["start_t"] <= s["t"] <= e["end_t"]]
+        temps = [t for t in temps if t is not None]
+        e["peak_temp_c"] = max(temps) if temps else None
     phases: dict[str, int] = {}
     for s in samples:
         phases[s["phase"]] = phases.get(s["phase"], 0) + 1
@@ -40,7 +47,7 @@ def telemetry_results(discovery: Discovery, samples: list[dict[str, Any]], *, in
             "time_above_warn_s": time_above(samples, warn_at, temp_patterns),
             "time_above_abort_s": time_above(samples, abort_at, temp_patterns),
         },
-        "throttle": detect(samples, discovery.clock_load_pairs(), throttle_params),
+        "throttle": throttle,
     }
 
 
@@ -79,7 +86,8 @@ def summary_markdown(results: dict[str, Any], files: dict[str, str]) -> str:
     th = r["throttle"]
     lines += ["", f"## Throttle episodes: {len(th['episodes'])}", ""]
     for e in th["episodes"]:
-        lines.append(f"- {e['device']} t={e['start_t']:g}..{e['end_t']:g} s ({e['duration_s']:g} s), evidence: "
+        lines.append(f"- {e['device']} t={e['start_t']:g}..{e['end_t']:g} s ({e['duration_s']:g} s, peak "
+                     f"{_fmt(e['peak_temp_c'])} C), evidence: "
                      + "; ".join(x["detail"] for x in e["evidence"]))
     for b in th["ignored_bits"]:
         lines.append(f"- ignored {b['device']} bit {b['bit']}: {b['reason']}")

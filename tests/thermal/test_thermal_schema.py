@@ -33,3 +33,15 @@ def test_incomplete_results_are_rejected(tmp_path, mode, drop, needle):
         with pytest.raises(SchemaError, match=needle):
             run.finish(res)
         run.report["status"] = "failed"
+
+
+def test_episode_carries_its_peak_temperature(tmp_path):
+    d = discover(tmp_path / "empty-root", ("k10temp",))
+    samples = [{"i": i, "t": float(i), "time": 0.0, "phase": "run",
+                "values": {"gpu0.temp_c": 80.0 + i},
+                "throttle": {"nvml:0": {"source": "nvml", "reasons": 0x20 if 2 <= i < 4 else 0,
+                                        "active": ["SwThermalSlowdown"] if 2 <= i < 4 else []}}}
+               for i in range(6)]
+    res = telemetry_results(d, samples, interval=1.0, missed_ticks=0, temp_patterns=("gpu*",))
+    (e,) = res["throttle"]["episodes"]
+    assert (e["start_t"], e["end_t"], e["peak_temp_c"]) == (2.0, 4.0, 84.0)
