@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -63,7 +62,9 @@ def test_sleep_with_cpu_sensors_only(tmp_path):
     res = rep["results"]
     assert rep["status"] == "ok" and res["mode"] == "command" and res["child"]["exit_code"] == 0
     lines = jsonl(out)
-    assert res["samples"]["count"] == len(lines) >= 5  # 1 s at 0.2 s, plus the sample after exit
+    # 1 s at 0.2 s is 6 samples with the one after exit; a loaded CI box may skip a tick or two.
+    assert res["samples"]["count"] == len(lines) >= 4
+    assert res["samples"]["count"] + res["samples"]["missed_ticks"] >= 5
     assert all(b["t"] > a["t"] for a, b in zip(lines, lines[1:]))
     csv_rows = (out / "samples.csv").read_text().splitlines()
     assert len(csv_rows) == len(lines) + 1 and "cpu.load_pct" in csv_rows[0]
@@ -155,14 +156,14 @@ def test_child_that_ignores_sigint_is_terminated(tmp_path):
 def test_cooldown_waits_until_below_then_runs(tmp_path):
     temp = gpu_temp_tree(tmp_path / "root", 85)
     out = tmp_path / "run"
-    # The "hardware" cools down half a second after the watcher starts.
-    timer = threading.Timer(0.8, lambda: write_atomic(temp, "40000\n"))
-    timer.start()
-    try:
-        r = run_watch("--sysfs-root", str(tmp_path / "root"), "--sensors", "hwmon-amdgpu", "--interval", "0.05",
-                      "--cooldown-until", "50", "--out", str(out), "--", "sh", "-c", "exit 0")
-    finally:
-        timer.cancel()
+    p = subprocess.Popen(watch_cmd("--sysfs-root", str(tmp_path / "root"), "--sensors", "hwmon-amdgpu",
+                                   "--interval", "0.05", "--cooldown-until", "50", "--out", str(out),
+                                   "--", "sh", "-c", "exit 0"),
+                         cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_samples(out, 4)          # the watcher is holding the command back ...
+    write_atomic(temp, "40000\n")      # ... until the "hardware" cools down
+    _, err = p.communicate(timeout=30)
+    r = subprocess.CompletedProcess(p.args, p.returncode, "", err)
     assert r.returncode == 0, r.stderr
     res = load(out)["results"]
     c = res["cooldown"]
@@ -195,7 +196,7 @@ def test_watch_without_command_for_a_duration(tmp_path):
     assert r.returncode == 0, r.stderr
     res = load(out)["results"]
     assert res["mode"] == "watch" and res["child"] is None and "--duration" in res["end_reason"]
-    assert 5 <= res["samples"]["count"] <= 8
+    assert 3 <= res["samples"]["count"] <= 8 and res["samples"]["span_s"] >= 0.5
 
 
 def test_watch_without_command_aborts_on_heat(tmp_path):
