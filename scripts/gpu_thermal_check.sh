@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to a folder for the results}
 LOAD_SECONDS=${LOAD_SECONDS:-60}
 mkdir -p "$OUT"
-export PYTHONPATH=.
+export PYTHONPATH=${PYTHONPATH:-.}  # keep a carried site dir (e.g. /tmp/site:.)
 
 if ! python3 -c 'import jsonschema, referencing' 2>/dev/null; then
     if [ -d .whl ]; then
