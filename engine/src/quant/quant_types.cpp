@@ -23,6 +23,7 @@ const QTypeTraits kTypes[] = {
     {28, "F64", 1, 8, false},      {29, "IQ1_M", 256, 56, false},
     {30, "BF16", 1, 2, true},      {34, "TQ1_0", 256, 54, false},
     {35, "TQ2_0", 256, 66, false}, {39, "MXFP4", 32, 17, true},
+    {40, "NVFP4", 64, 36, false},  {41, "Q1_0", 128, 18, false},
     {100, "Q4_0_ROCMFP4", 32, 18, true},
     {101, "Q4_0_ROCMFP4_FAST", 32, 17, true},
     {102, "Q6_0_ROCMFPX", 32, 26, true},
