@@ -49,7 +49,11 @@ uint64_t qtype_row_bytes(uint32_t id, uint64_t n, const std::string& what) {
         throw ArgumentError(what + ": " + std::to_string(n) + " elements is not a multiple of the " +
                             t->name + " block size " + std::to_string(t->block_size));
     }
-    return n / t->block_size * t->type_size;
+    const uint64_t blocks = n / t->block_size;
+    if (blocks > UINT64_MAX / t->type_size) {
+        throw ArgumentError(what + ": " + std::to_string(n) + " elements of " + t->name + " overflow a 64-bit byte count");
+    }
+    return blocks * t->type_size;
 }
 
 }  // namespace ds4
