@@ -130,8 +130,8 @@ private:
         const uint64_t min_elem = scalar ? scalar : (v.elem_type == GGUFType::STRING ? 8 : 12);
         if (v.count > cur_.remaining() / min_elem) {
             fail("array length " + std::to_string(v.count) + " of " + gguf_type_name(v.elem_type) +
-                 " needs at least " + std::to_string(min_elem) + " bytes each but only " +
-                 std::to_string(cur_.remaining()) + " bytes remain in the file");
+                 " cannot fit: each element takes at least " + std::to_string(min_elem) + " bytes and only " +
+                 std::to_string(cur_.remaining()) + " remain (absurd length or truncated file)");
         }
         if (scalar) {
             v.raw = cur_.take(v.count * scalar);
@@ -254,8 +254,9 @@ void GGUFFile::parse() {
         throw format_error("truncated header: " + truncation_detail(t, size));
     }
     if (n_kv > cur.remaining() / kMinKVBytes) {
-        throw format_error("absurd metadata count n_kv=" + std::to_string(n_kv) + ": only " +
-                           std::to_string(cur.remaining()) + " bytes remain in the file");
+        throw format_error("metadata count n_kv=" + std::to_string(n_kv) + " cannot fit: each entry takes at least " +
+                           std::to_string(kMinKVBytes) + " bytes and only " + std::to_string(cur.remaining()) +
+                           " remain (absurd count or truncated file)");
     }
 
     // --- metadata -----------------------------------------------------------------------
@@ -300,8 +301,9 @@ void GGUFFile::parse() {
 
     // --- tensor infos -------------------------------------------------------------------
     if (n_tensors > cur.remaining() / kMinTensorInfoBytes) {
-        throw format_error("absurd tensor count n_tensors=" + std::to_string(n_tensors) + ": only " +
-                           std::to_string(cur.remaining()) + " bytes remain in the file");
+        throw format_error("tensor count n_tensors=" + std::to_string(n_tensors) + " cannot fit: each tensor info takes at least " +
+                           std::to_string(kMinTensorInfoBytes) + " bytes and only " + std::to_string(cur.remaining()) +
+                           " remain (absurd count or truncated file)");
     }
     tensors_.reserve(static_cast<size_t>(std::min<uint64_t>(n_tensors, kMaxReserve)));
     for (uint64_t k = 0; k < n_tensors; ++k) {
@@ -346,10 +348,13 @@ void GGUFFile::parse() {
             throw format_error(label + ": first dimension " + std::to_string(t.ne[0]) + " is not a multiple of the " +
                                t.type_name + " block size " + std::to_string(traits->block_size));
         }
-        const uint64_t row_bytes = qtype_row_bytes(t.type_id, t.ne[0], label);  // cannot throw now
-        if (mul_overflows(row_bytes, t.n_elements / t.ne[0], &t.nbytes)) {
+        uint64_t row_bytes = 0;
+        if (mul_overflows(t.ne[0] / traits->block_size, traits->type_size, &row_bytes) ||
+            mul_overflows(row_bytes, t.n_elements / t.ne[0], &t.nbytes)) {
             throw format_error(label + ": byte size overflows");
         }
+        // Same size through the table's own helper, which the kernels use to walk rows.
+        if (qtype_row_bytes(t.type_id, t.ne[0], label) != row_bytes) throw format_error(label + ": row size mismatch");
         tensor_index_.emplace(t.name, tensors_.size());
         tensors_.push_back(std::move(t));
     }
