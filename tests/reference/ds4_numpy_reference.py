@@ -65,10 +65,12 @@ class ReferenceSession:
     indexer_fp4: FP4 round trip of indexer rows and queries after the Hadamard (D).
     Both False give llama.cpp 0.3.36's semantics (spec section 8).
     f16_rows: store raw/compressed/indexer rows as F16 (the spec's state types).
+    trace: keep per-layer intermediates of every step in self.trace[il] (lists of
+    dicts), for tests and for locating where an engine departs from the reference.
     """
 
     def __init__(self, weights: Weights, max_ctx: int, fp8_kv: bool = True,
-                 indexer_fp4: bool = True, f16_rows: bool = True):
+                 indexer_fp4: bool = True, f16_rows: bool = True, trace: bool = False):
         self.w = weights
         self.hp: Hparams = weights.hp
         self.max_ctx = int(max_ctx)
@@ -78,6 +80,7 @@ class ReferenceSession:
         self._check_hparams()
         hp = self.hp
         self.pos = 0
+        self.trace = [[] for _ in range(hp.n_layer)] if trace else None
         self.layers: list[LayerState] = []
         for il in range(hp.n_layer):
             r = hp.compress_ratios[il]
@@ -122,6 +125,8 @@ class ReferenceSession:
         e = w["token_embd.weight"][token]
         X = np.tile(e, (hp.n_hc, 1))
         for il in range(hp.n_layer):
+            if self.trace is not None:
+                self.trace[il].append({"pos": p, "token": token})
             X = self._attention_sublayer(il, X, p)
             X = self._ffn_sublayer(il, X, token)
         logits = self._output_head(X)
@@ -166,6 +171,8 @@ class ReferenceSession:
         raw_rows = np.array([st.ring[t % hp.n_swa] for t in range(first, p + 1)])
         K = np.concatenate([raw_rows, selected_rows], axis=0)
         O = self._attend(Q, K, w[b + "attn_sinks.weight"])
+        self._record(il, h=h, q_lat=q_lat, Q=Q, kv=st.ring[p % hp.n_swa].copy(), O=O,
+                     selected=st.last_selected)
         O = rope_tail(O, p, rope, inverse=True)
         y = self._grouped_output(il, O)
         return hc_post(y, X, split)
@@ -247,7 +254,7 @@ class ReferenceSession:
         w_h = (w[b + "indexer.proj.weight"] @ h) / math.sqrt(hp.idx_head_dim * hp.idx_n_head)
         K_I = np.array(st.idx_rows)                                   # [n_c, d_i]
         scores = np.maximum(q_I @ K_I.T, 0.0).T @ w_h                # [n_c]
-        self.last_indexer_scores = scores
+        self._record(il, indexer_scores=scores)
         return np.sort(top_k_indices(scores, hp.idx_top_k))
 
     # -------------------------------------------------------------------- MoE
@@ -279,8 +286,12 @@ class ReferenceSession:
         act = clamped_swiglu(w[b + "ffn_gate_shexp.weight"] @ h2, w[b + "ffn_up_shexp.weight"] @ h2,
                              hp.swiglu_clamp_shexp[il])
         y += w[b + "ffn_down_shexp.weight"] @ act
-        self.last_experts = experts
+        self._record(il, h2=h2, experts=experts, expert_weights=weights)
         return hc_post(y, X, split)
+
+    def _record(self, il: int, **values):
+        if self.trace is not None:
+            self.trace[il][-1].update(values)
 
     # ------------------------------------------------------------ output head
 
