@@ -11,6 +11,7 @@ section 4. Names follow the spec's notation (X, u, h, q_lat, Q, kv, kappa, g, ..
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -49,11 +50,22 @@ class CompressorState:
 class LayerState:
     ratio: int
     ring: np.ndarray                                  # raw window, slot p mod n_swa
-    comp_rows: list = field(default_factory=list)     # compressed rows, index floor(p/r)
-    idx_rows: list = field(default_factory=list)      # indexer rows (r=4)
+    comp_rows: list = field(default_factory=list)     # compressed rows, index floor(p/r);
+    idx_rows: list = field(default_factory=list)      # indexer rows (r=4); visible: first floor((pos+1)/r)
     comp: CompressorState | None = None
     idx_comp: CompressorState | None = None
     last_selected: np.ndarray | None = None           # compressed rows attention used at the last step
+
+
+def _store_row(rows: list, index: int, row: np.ndarray) -> None:
+    """Compressed row `index` = floor(p/r); rows beyond the visible count are stale
+    leftovers of a rolled-back continuation and get overwritten, as in a fixed buffer."""
+    if index < len(rows):
+        rows[index] = row
+    elif index == len(rows):
+        rows.append(row)
+    else:
+        raise AssertionError(f"compressed row {index} written before row {len(rows)}")
 
 
 # ---------------------------------------------------------------------- session
@@ -112,6 +124,19 @@ class ReferenceSession:
         if hp.n_rot > hp.head_dim or hp.n_rot % 2:
             raise ReferenceFormatError(f"rope dimension_count {hp.n_rot} does not fit head dim {hp.head_dim}")
 
+    # ------------------------------------------------------------ snapshots
+
+    def snapshot(self):
+        """Everything section 4 lists: per layer the ring, compressed and indexer rows,
+        both compressor states, plus the position (a deep copy)."""
+        return (self.pos, copy.deepcopy(self.layers))
+
+    def restore(self, snap) -> None:
+        self.pos, layers = snap
+        self.layers = copy.deepcopy(layers)
+        if self.trace is not None:
+            self.trace = [t[:self.pos] for t in self.trace]
+
     # -------------------------------------------------------------- one token
 
     def step(self, token: int) -> np.ndarray:
@@ -152,15 +177,16 @@ class ReferenceSession:
         selected_rows = np.zeros((0, hp.head_dim))
         if st.ratio:
             # The compressors run before attention, so a row completed at p is visible at p.
+            n_visible = (p + 1) // st.ratio
             row = self._compressor_step(il, st.comp, "attn_compressor", hp.head_dim, h, p, indexer=False)
             if row is not None:
-                st.comp_rows.append(row)
-            selected = np.arange(len(st.comp_rows))
+                _store_row(st.comp_rows, n_visible - 1, row)
+            selected = np.arange(n_visible)
             if st.ratio == 4:
                 irow = self._compressor_step(il, st.idx_comp, "indexer_compressor", hp.idx_head_dim, h, p,
                                              indexer=True)
                 if irow is not None:
-                    st.idx_rows.append(irow)
+                    _store_row(st.idx_rows, n_visible - 1, irow)
                 selected = self._indexer_select(il, h, q_lat, p)
             st.last_selected = selected
             if len(selected):
@@ -243,8 +269,7 @@ class ReferenceSession:
         rows exist; all of them when n_c <= top_k, else the top_k by
         score_c = sum_h w_h ReLU(q_I,h . k_c)."""
         hp, w, st = self.hp, self.w, self.layers[il]
-        n_c = len(st.idx_rows)
-        assert n_c == len(st.comp_rows) == (p + 1) // 4
+        n_c = (p + 1) // 4
         if n_c <= hp.idx_top_k:
             return np.arange(n_c)
         b = f"blk.{il}."
@@ -252,7 +277,7 @@ class ReferenceSession:
         q_I = rope_tail(q_I, p, self.rope[il])
         q_I = indexer_transform(q_I, fp4=self.indexer_fp4)
         w_h = (w[b + "indexer.proj.weight"] @ h) / math.sqrt(hp.idx_head_dim * hp.idx_n_head)
-        K_I = np.array(st.idx_rows)                                   # [n_c, d_i]
+        K_I = np.array(st.idx_rows[:n_c])                             # [n_c, d_i]
         scores = np.maximum(q_I @ K_I.T, 0.0).T @ w_h                # [n_c]
         self._record(il, indexer_scores=scores)
         return np.sort(top_k_indices(scores, hp.idx_top_k))

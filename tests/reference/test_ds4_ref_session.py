@@ -213,3 +213,27 @@ def test_step_rejects_bad_input():
     s.step(1)
     with pytest.raises(ValueError, match="context full"):
         s.step(2)
+
+
+def test_rewind_needs_the_whole_state():
+    """Section 4: restoring a snapshot replays identically; moving only the position back
+    does not (the ring rows and the r=4 compressor window were overwritten)."""
+    w = tiny_weights(seed=2)
+    toks = _tokens(60, w.hp.n_vocab, seed=3)
+    alt = _tokens(10, w.hp.n_vocab, seed=4)
+    s = ReferenceSession(w, max_ctx=80)
+    for t in toks[:41]:
+        s.step(t)
+    snap = s.snapshot()
+    want = [s.step(t) for t in toks[41:]]
+    s.restore(snap)
+    for t in alt:                                   # a rejected continuation
+        s.step(t)
+    s.restore(snap)
+    np.testing.assert_array_equal(np.array([s.step(t) for t in toks[41:]]), np.array(want))
+    s.restore(snap)
+    for t in alt:
+        s.step(t)
+    s.pos = snap[0]                                 # naive rewind: position only
+    naive = np.array([s.step(t) for t in toks[41:]])
+    assert np.max(np.abs(naive - np.array(want))) > 1e-3
