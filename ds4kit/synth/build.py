@@ -138,6 +138,13 @@ def _write(path: str | Path, arch: str, kvs: list[G.KV], plan: list[Planned], cf
                    dict(sorted(by_type.items())), warnings)
 
 
+def planned_bytes(cfg: SynthConfig, types: dict[str, str] | None = None, *, drafter: bool = False) -> int:
+    """Tensor bytes a file will hold; raises ValueError naming the tensor when a type does not fit its rows."""
+    tmap = resolve_types(types)
+    plan = drafter_tensors(cfg) if drafter else target_tensors(cfg)
+    return sum(tensor_type(t, tmap).nbytes(t.shape, what=f"{t.name} ({t.group or 'fixed'} group)") for t in plan)
+
+
 def sha256_file(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
