@@ -9,3 +9,4 @@ void bind_errors(py::module_& m);
 void bind_gguf(py::module_& m);
 void bind_quant(py::module_& m);
 void bind_tokenizer(py::module_& m);
+void bind_model(py::module_& m);

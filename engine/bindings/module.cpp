@@ -8,6 +8,7 @@ PYBIND11_MODULE(_engine, m) {
     bind_gguf(m);
     bind_quant(m);
     bind_tokenizer(m);
+    bind_model(m);
 
     py::dict build;
     build["gpu_backend"] = DS4KIT_GPU_BACKEND;
