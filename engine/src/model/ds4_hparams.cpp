@@ -194,6 +194,10 @@ Ds4Hparams read_ds4_hparams(const GGUFFile& f) {
     if (hp.idx_head_dim < hp.n_rot) {
         k.fail("attention.indexer.key_length", "is " + std::to_string(hp.idx_head_dim) + ", smaller than rope.dimension_count");
     }
+    if (hp.yarn_factor > 1.0 && hp.yarn_orig_ctx <= 0) {
+        k.fail("rope.scaling.original_context_length", "is missing or 0, but YaRN (rope.scaling.factor " +
+                                                           KeyReader::fmt(hp.yarn_factor) + ") needs it");
+    }
     if (hp.sinkhorn_iters < 1) k.fail("hyper_connection.sinkhorn_iterations", "must be at least 1");
     return hp;
 }

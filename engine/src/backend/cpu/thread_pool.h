@@ -1,6 +1,7 @@
 // A minimal fork-join thread pool: parallel_for splits [0, n) into one
 // contiguous chunk per thread and returns when all are done. Callers split work
 // over independent outputs only, so results never depend on the thread count.
+// Not reentrant: a chunk must not call parallel_for on the same pool.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
