@@ -10,3 +10,4 @@ void bind_gguf(py::module_& m);
 void bind_quant(py::module_& m);
 void bind_tokenizer(py::module_& m);
 void bind_sampling(py::module_& m);
+void bind_model(py::module_& m);

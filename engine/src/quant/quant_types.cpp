@@ -23,6 +23,7 @@ const QTypeTraits kTypes[] = {
     {28, "F64", 1, 8, false},      {29, "IQ1_M", 256, 56, false},
     {30, "BF16", 1, 2, true},      {34, "TQ1_0", 256, 54, false},
     {35, "TQ2_0", 256, 66, false}, {39, "MXFP4", 32, 17, true},
+    {40, "NVFP4", 64, 36, false},  {41, "Q1_0", 128, 18, false},
     {100, "Q4_0_ROCMFP4", 32, 18, true},
     {101, "Q4_0_ROCMFP4_FAST", 32, 17, true},
     {102, "Q6_0_ROCMFPX", 32, 26, true},
@@ -48,7 +49,11 @@ uint64_t qtype_row_bytes(uint32_t id, uint64_t n, const std::string& what) {
         throw ArgumentError(what + ": " + std::to_string(n) + " elements is not a multiple of the " +
                             t->name + " block size " + std::to_string(t->block_size));
     }
-    return n / t->block_size * t->type_size;
+    const uint64_t blocks = n / t->block_size;
+    if (blocks > UINT64_MAX / t->type_size) {
+        throw ArgumentError(what + ": " + std::to_string(n) + " elements of " + t->name + " overflow a 64-bit byte count");
+    }
+    return blocks * t->type_size;
 }
 
 }  // namespace ds4

@@ -1,0 +1,78 @@
+"""Thin facade over the C++ DeepSeek V4 forward pass (ds4kit._engine.Model / Session).
+
+    from ds4kit.engine.session import Model
+    model = Model.load("model.gguf", threads=None)      # None: every hardware thread
+    s = model.session(max_ctx=4096)                     # fp8_kv / indexer_fp4 default to D's semantics
+    last = s.prefill(prompt_ids, mode="exact")          # float32 [n_vocab]
+    row = s.decode(token)                               # float32 [n_vocab]
+    rows = s.verify([t0, t1, t2])                       # float32 [3, n_vocab], equal to decoding one by one
+
+Errors come from the engine: ds4kit._engine.FormatError (bad file), ArgumentError (bad token,
+context overflow), UnsupportedError.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _engine():
+    from ds4kit import _engine
+
+    return _engine
+
+
+def _token_list(tokens: Sequence[int] | np.ndarray) -> list[int]:
+    return [int(t) for t in np.asarray(tokens).reshape(-1)]
+
+
+class Session:
+    """One sequence: raw KV ring, compressed rows, compressor/indexer state, position."""
+
+    def __init__(self, native: Any):
+        self._s = native
+
+    @property
+    def pos(self) -> int:
+        return self._s.pos
+
+    @property
+    def max_ctx(self) -> int:
+        return self._s.max_ctx
+
+    def decode(self, token: int) -> np.ndarray:
+        return self._s.decode(int(token))
+
+    def verify(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
+        return self._s.verify(_token_list(tokens))
+
+    def prefill(self, tokens: Sequence[int] | np.ndarray, mode: str = "exact") -> np.ndarray:
+        return self._s.prefill(_token_list(tokens), mode)
+
+
+class Model:
+    """A memory-mapped deepseek4 GGUF on the CPU backend."""
+
+    def __init__(self, native: Any):
+        self._m = native
+
+    @classmethod
+    def load(cls, path, threads: int | None = None) -> "Model":
+        return cls(_engine().Model(str(path), 0 if threads is None else int(threads)))
+
+    @property
+    def hparams(self) -> dict:
+        return self._m.hparams
+
+    @property
+    def backend(self) -> str:
+        return self._m.backend
+
+    @property
+    def threads(self) -> int:
+        return self._m.threads
+
+    def session(self, max_ctx: int, fp8_kv: bool = True, indexer_fp4: bool = True) -> Session:
+        return Session(self._m.session(int(max_ctx), fp8_kv=bool(fp8_kv), indexer_fp4=bool(indexer_fp4)))

@@ -1,0 +1,136 @@
+// Python view of the DeepSeek V4 model and its sessions (no engine logic here).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "common/error.h"
+#include "model/ds4_model.h"
+#include "model/ds4_session.h"
+
+namespace {
+
+py::array_t<float> to_array(std::vector<float>&& v, std::vector<py::ssize_t> shape) {
+    auto* heap = new std::vector<float>(std::move(v));
+    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<float>*>(p); });
+    return py::array_t<float>(shape, heap->data(), owner);
+}
+
+py::dict hparams_dict(const ds4::Ds4Hparams& hp) {
+    py::dict d;
+    d["n_layer"] = hp.n_layer;
+    d["n_embd"] = hp.n_embd;
+    d["n_vocab"] = hp.n_vocab;
+    d["n_head"] = hp.n_head;
+    d["n_head_kv"] = hp.n_head_kv;
+    d["head_dim"] = hp.head_dim;
+    d["n_rot"] = hp.n_rot;
+    d["q_lora_rank"] = hp.q_lora_rank;
+    d["o_lora_rank"] = hp.o_lora_rank;
+    d["o_groups"] = hp.o_groups;
+    d["n_expert"] = hp.n_expert;
+    d["n_expert_used"] = hp.n_expert_used;
+    d["n_expert_shared"] = hp.n_expert_shared;
+    d["n_ff_exp"] = hp.n_ff_exp;
+    d["n_hash_layers"] = hp.n_hash_layers;
+    d["expert_weights_scale"] = hp.expert_weights_scale;
+    d["expert_weights_norm"] = hp.expert_weights_norm;
+    d["expert_gating_func"] = hp.expert_gating_func;
+    d["n_swa"] = hp.n_swa;
+    d["idx_n_head"] = hp.idx_n_head;
+    d["idx_head_dim"] = hp.idx_head_dim;
+    d["idx_top_k"] = hp.idx_top_k;
+    d["n_hc"] = hp.n_hc;
+    d["sinkhorn_iters"] = hp.sinkhorn_iters;
+    d["hc_eps"] = hp.hc_eps;
+    d["rms_eps"] = hp.rms_eps;
+    d["rope_freq_base"] = hp.rope_freq_base;
+    d["compress_rope_freq_base"] = hp.compress_rope_freq_base;
+    d["yarn_factor"] = hp.yarn_factor;
+    d["yarn_beta_fast"] = hp.yarn_beta_fast;
+    d["yarn_beta_slow"] = hp.yarn_beta_slow;
+    d["yarn_orig_ctx"] = hp.yarn_orig_ctx;
+    d["swiglu_clamp_exp"] = hp.swiglu_clamp_exp;
+    d["swiglu_clamp_shexp"] = hp.swiglu_clamp_shexp;
+    d["compress_ratios"] = hp.compress_ratios;
+    return d;
+}
+
+}  // namespace
+
+void bind_model(py::module_& m) {
+    using ds4::Ds4Model;
+    using ds4::Ds4Session;
+    py::class_<Ds4Session>(m, "Session", "Sequential state of one sequence (ring, compressed rows, position)")
+        .def_property_readonly("pos", &Ds4Session::pos)
+        .def_property_readonly("max_ctx", &Ds4Session::max_ctx)
+        .def_property_readonly("fp8_kv", [](const Ds4Session& s) { return s.options().fp8_kv; })
+        .def_property_readonly("indexer_fp4", [](const Ds4Session& s) { return s.options().indexer_fp4; })
+        .def(
+            "decode",
+            [](Ds4Session& s, int64_t token) {
+                if (token < INT32_MIN || token > INT32_MAX) {
+                    throw ds4::ArgumentError("token id " + std::to_string(token) + " does not fit 32 bits");
+                }
+                std::vector<float> out;
+                {
+                    py::gil_scoped_release nogil;
+                    out = s.decode((int32_t)token);
+                }
+                const auto n = (py::ssize_t)out.size();
+                return to_array(std::move(out), {n});
+            },
+            py::arg("token"), "Logits (float32 [n_vocab]) of one token")
+        .def(
+            "verify",
+            [](Ds4Session& s, const std::vector<int32_t>& tokens) {
+                std::vector<float> out;
+                {
+                    py::gil_scoped_release nogil;
+                    out = s.verify(tokens);
+                }
+                const auto q = (py::ssize_t)tokens.size();
+                const auto v = (py::ssize_t)(out.size() / tokens.size());
+                return to_array(std::move(out), {q, v});
+            },
+            py::arg("tokens"), "Logits of every token (float32 [q, n_vocab]); rows equal one-by-one decode")
+        .def(
+            "prefill",
+            [](Ds4Session& s, const std::vector<int32_t>& tokens, const std::string& mode) {
+                if (mode != "exact" && mode != "batched") {
+                    throw ds4::ArgumentError("prefill mode '" + mode + "' is not one of 'exact', 'batched'");
+                }
+                std::vector<float> out;
+                {
+                    py::gil_scoped_release nogil;
+                    out = s.prefill(tokens, mode == "exact");
+                }
+                const auto n = (py::ssize_t)out.size();
+                return to_array(std::move(out), {n});
+            },
+            py::arg("tokens"), py::arg("mode") = "exact", "Feeds tokens; logits (float32 [n_vocab]) of the last");
+
+    py::class_<Ds4Model, std::shared_ptr<Ds4Model>>(m, "Model", "A deepseek4 GGUF, memory-mapped, on the CPU backend")
+        .def(py::init([](const std::string& path, int threads) {
+                 py::gil_scoped_release nogil;
+                 return std::make_shared<Ds4Model>(path, threads);
+             }),
+             py::arg("path"), py::arg("threads") = 0)
+        .def_property_readonly("path", &Ds4Model::path)
+        .def_property_readonly("hparams", [](const Ds4Model& md) { return hparams_dict(md.hparams()); })
+        .def_property_readonly("backend", [](const Ds4Model& md) { return md.backend().name(); })
+        .def_property_readonly("threads", [](const Ds4Model& md) { return md.backend().n_threads(); })
+        .def(
+            "session",
+            [](std::shared_ptr<Ds4Model> md, int64_t max_ctx, bool fp8_kv, bool indexer_fp4) {
+                ds4::Ds4SessionOptions opt;
+                opt.max_ctx = max_ctx;
+                opt.fp8_kv = fp8_kv;
+                opt.indexer_fp4 = indexer_fp4;
+                return std::make_unique<Ds4Session>(std::move(md), opt);
+            },
+            py::arg("max_ctx"), py::arg("fp8_kv") = true, py::arg("indexer_fp4") = true);
+}

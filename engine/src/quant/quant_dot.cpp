@@ -1,0 +1,137 @@
+// Portable (scalar) quant kernels, argument checks and run-time dispatch.
+//
+// FP contraction is switched off for this file: the dequantisers must round
+// after every multiply like gguf-py's numpy code (a fused d*q - m would differ
+// in the last bit on FMA targets such as aarch64, or with clang's default).
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "quant/quant_dot.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/cpu_features.h"
+#include "common/error.h"
+#include "quant/dequant_blocks.h"
+#include "quant/quant_span.h"
+#include "quant/quant_types.h"
+
+namespace ds4 {
+
+namespace {
+
+std::string tensor_label(const char* what) {
+    if (what == nullptr || *what == '\0') return "tensor <unnamed>";
+    return std::string("tensor '") + what + "'";
+}
+
+using DotColsFn = void (*)(uint32_t, const uint8_t*, const float*, int64_t, int, float*, int64_t);
+
+DotColsFn choose_dot_cols() {
+#if defined(DS4_X86)
+    if (cpu_has_avx2_fma_f16c()) return detail::dot_cols_avx2;
+#endif
+    return detail::dot_cols_scalar;
+}
+
+DotColsFn dot_cols_impl() {
+    static const DotColsFn fn = choose_dot_cols();
+    return fn;
+}
+
+}  // namespace
+
+uint64_t quant_check_row(uint32_t type, int64_t n, const char* what) {
+    const QTypeTraits* t = qtype_traits(type);
+    if (t == nullptr) {
+        throw UnsupportedError(tensor_label(what) + ": unknown quant type id " + std::to_string(type) +
+                               " (not a ggml or ROCmFP type this engine knows)");
+    }
+    if (!t->kernels) {
+        throw UnsupportedError(tensor_label(what) + ": quant type " + t->name + " (id " + std::to_string(type) +
+                               ") has no dequantise/dot kernel in this engine");
+    }
+    if (n < 0 || n % t->block_size != 0) {
+        throw ArgumentError(tensor_label(what) + ": " + std::to_string(n) + " elements is not a whole number of " +
+                            t->name + " blocks (" + std::to_string(t->block_size) + " elements each)");
+    }
+    return (uint64_t)(n / t->block_size) * t->type_size;
+}
+
+void dequantize_row(uint32_t type, const void* row, float* y, int64_t n, const char* what) {
+    quant_check_row(type, n, what);
+    const QTypeTraits* t = qtype_traits(type);
+    const BlockDequant deq = block_dequant_for(type);
+    const uint8_t* src = static_cast<const uint8_t*>(row);
+    for (int64_t b = 0; b < n / t->block_size; ++b) deq(src + b * t->type_size, y + b * t->block_size);
+}
+
+namespace detail {
+
+// Scalar dot: float products are exact in double, so accumulating in double in
+// element order is both accurate and independent of how columns are grouped.
+void dot_cols_scalar(uint32_t type, const uint8_t* row, const float* X, int64_t ldx, int ncols, float* out,
+                     int64_t n) {
+    const RowSpans spans(type, n);
+    float tmp[kMaxSpan];
+    constexpr int kCols = 8;
+    for (int c0 = 0; c0 < ncols; c0 += kCols) {
+        const int nc = std::min(kCols, ncols - c0);
+        double acc[kCols] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t s = 0; s < spans.count(); ++s) {
+            const int64_t start = spans.start(s);
+            const int len = spans.dequant(row, s, tmp);
+            for (int c = 0; c < nc; ++c) {
+                const float* x = X + (int64_t)(c0 + c) * ldx + start;
+                double a = acc[c];
+                for (int j = 0; j < len; ++j) a += (double)tmp[j] * (double)x[j];
+                acc[c] = a;
+            }
+        }
+        for (int c = 0; c < nc; ++c) out[c0 + c] = (float)acc[c];
+    }
+}
+
+}  // namespace detail
+
+void dot_row_cols(uint32_t type, const void* row, const float* X, int64_t ldx, int ncols, float* out, int64_t n,
+                  const char* what) {
+    quant_check_row(type, n, what);
+    if (ncols < 0) throw ArgumentError(tensor_label(what) + ": negative column count " + std::to_string(ncols));
+    if (ncols > 1 && ldx < n) {
+        throw ArgumentError(tensor_label(what) + ": column stride " + std::to_string(ldx) +
+                            " is smaller than the row length " + std::to_string(n));
+    }
+    dot_cols_impl()(type, static_cast<const uint8_t*>(row), X, ldx, ncols, out, n);
+}
+
+float dot_row(uint32_t type, const void* row, const float* x, int64_t n, const char* what) {
+    float out = 0.0f;
+    dot_row_cols(type, row, x, n, 1, &out, n, what);
+    return out;
+}
+
+void matvec(uint32_t type, const void* W, int64_t row_stride_bytes, int64_t n_rows, const float* x, int64_t n,
+            float* y, const char* what) {
+    const uint64_t row_bytes = quant_check_row(type, n, what);
+    if (n_rows < 0 || (n_rows > 1 && row_stride_bytes < (int64_t)row_bytes)) {
+        throw ArgumentError(tensor_label(what) + ": row stride " + std::to_string(row_stride_bytes) +
+                            " bytes is smaller than one row (" + std::to_string(row_bytes) + " bytes)");
+    }
+    const DotColsFn fn = dot_cols_impl();
+    const uint8_t* base = static_cast<const uint8_t*>(W);
+    for (int64_t r = 0; r < n_rows; ++r) fn(type, base + r * row_stride_bytes, x, n, 1, y + r, n);
+}
+
+const char* quant_dispatch_name() {
+#if defined(DS4_X86)
+    if (dot_cols_impl() == detail::dot_cols_avx2) return "avx2";
+#endif
+    return "scalar";
+}
+
+}  // namespace ds4

@@ -1,0 +1,52 @@
+// Dequantisation and row dot products against float32 activations for the
+// quantised types the engine computes with (QTypeTraits::kernels).
+//
+// Determinism contract (what batch-invariant verify relies on):
+//   - dot_row_cols gives, for every column, exactly the bits dot_row gives on
+//     that column alone, whatever ncols is: each output element is reduced in a
+//     fixed order that depends only on n and the dispatch level.
+//   - the dispatch level (scalar / avx2) is fixed per process (see
+//     common/cpu_features.h, DS4KIT_CPU_FEATURES caps it); different levels may
+//     differ in the last bits, each is deterministic.
+// Errors: a type id without kernels throws ds4::UnsupportedError, a length that
+// is not a whole number of blocks or a buffer of the wrong size throws
+// ds4::ArgumentError; both messages name `what` (the tensor) and the type id.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ds4 {
+
+// Row dequantisation (scalar reference; bitwise equal to gguf-py for standard
+// types). `row` holds n elements (a whole number of blocks).
+void dequantize_row(uint32_t type, const void* row, float* y, int64_t n, const char* what = nullptr);
+
+// sum_i w[i] * x[i] over one row of n elements.
+float dot_row(uint32_t type, const void* row, const float* x, int64_t n, const char* what = nullptr);
+
+// out[c] = dot_row(type, row, X + c*ldx, n) for c in [0, ncols), bit for bit.
+void dot_row_cols(uint32_t type, const void* row, const float* X, int64_t ldx, int ncols, float* out,
+                  int64_t n, const char* what = nullptr);
+
+// y[r] = dot_row(type, W + r*row_stride_bytes, x, n) for r in [0, n_rows).
+void matvec(uint32_t type, const void* W, int64_t row_stride_bytes, int64_t n_rows, const float* x,
+            int64_t n, float* y, const char* what = nullptr);
+
+// Throws the errors above if `type` has no kernels or n is not a whole number of
+// blocks; returns the byte size of one row of n elements.
+uint64_t quant_check_row(uint32_t type, int64_t n, const char* what);
+
+// "avx2" or "scalar": the dot-product implementation this process uses.
+const char* quant_dispatch_name();
+
+namespace detail {
+// Per-ISA kernels (same contract as dot_row_cols), n already validated.
+void dot_cols_scalar(uint32_t type, const uint8_t* row, const float* X, int64_t ldx, int ncols,
+                     float* out, int64_t n);
+#if defined(DS4_X86)
+void dot_cols_avx2(uint32_t type, const uint8_t* row, const float* X, int64_t ldx, int ncols,
+                   float* out, int64_t n);
+#endif
+}  // namespace detail
+
+}  // namespace ds4
