@@ -160,7 +160,7 @@ def write_target(path: str | Path, cfg: SynthConfig, *, seed: int = 0, types: di
     kvs = ([G.string("general.architecture", TARGET_ARCH), G.string("general.name", f"ds4kit-synth-{cfg.name}")]
            + _model_kvs(TARGET_ARCH, cfg, n_layer=cfg.n_layer, ratios=cfg.ratios, hash_layers=cfg.hash_layers,
                         per_layer_clamp=True)
-           + _tokenizer_kvs() + _provenance(cfg, seed, tmap))
+           + (_tokenizer_kvs() if cfg.has_real_vocab else []) + _provenance(cfg, seed, tmap))
     rocm = sorted({v for v in tmap.values() if v.endswith(("ROCMFP4", "ROCMFP4_FAST", "ROCMFPX", "ROCMFP2"))})
     if rocm:
         warnings.append(f"ROCmFP types {rocm} are Lucebox-only: llama.cpp cannot load this file")
