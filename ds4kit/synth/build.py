@@ -35,6 +35,13 @@ class Written:
 
 def _model_kvs(arch: str, c: SynthConfig, *, n_layer: int, ratios: tuple[int, ...], hash_layers: int,
                per_layer_clamp: bool) -> list[G.KV]:
+    """Section-1 keys, typed as llama.cpp 0.3.36's loader demands (u32 counts, f32 reals, bool norm flag).
+
+    Beyond ds4-model.md's table, llama.cpp requires `context_length` and reads the YaRN setup from
+    `rope.scaling.type` = "yarn" + `rope.scaling.factor` / `original_context_length`; it takes
+    `swiglu_clamp_exp` as a scalar or per-layer array and `swiglu_clamp_shexp` optionally (we omit
+    it: it then equals the expert clamp). It never reads yarn_beta_fast/slow from the file (its
+    defaults are the real 32/1); we write them for engines that do (Lucebox)."""
     p = arch + "."
     kvs = [
         G.u32(p + "context_length", c.context_length),

@@ -52,6 +52,7 @@ def test_cli_overrides_and_rocm_types_are_reported(tmp_path):
     (["--ratios", "0,0,4,128,5"], "may only hold 0, 4 or 128"),
     (["--preset", "huge"], "unknown preset 'huge'"),
     (["--heads", "3"], "multiple of o_groups"),
+    (["--preset", "full"], "pass --allow-large"),
 ])
 def test_cli_rejects_bad_arguments_with_a_clear_message(tmp_path, args, message):
     res = CliRunner().invoke(main, ["model", "synth", str(tmp_path / "x.gguf"), *args, "--out", str(tmp_path / "r")])
