@@ -39,8 +39,8 @@ def _model_kvs(arch: str, c: SynthConfig, *, n_layer: int, ratios: tuple[int, ..
 
     Beyond ds4-model.md's table, llama.cpp requires `context_length` and reads the YaRN setup from
     `rope.scaling.type` = "yarn" + `rope.scaling.factor` / `original_context_length`; it takes
-    `swiglu_clamp_exp` as a scalar or per-layer array and `swiglu_clamp_shexp` optionally (we omit
-    it: it then equals the expert clamp). It never reads yarn_beta_fast/slow from the file (its
+    `swiglu_clamp_exp` as a scalar or per-layer array and `swiglu_clamp_shexp` optionally (written,
+    equal, as its converter does). It never reads yarn_beta_fast/slow from the file (its
     defaults are the real 32/1); we write them for engines that do (Lucebox)."""
     p = arch + "."
     kvs = [
@@ -81,8 +81,10 @@ def _model_kvs(arch: str, c: SynthConfig, *, n_layer: int, ratios: tuple[int, ..
         G.f32(p + "rope.scaling.yarn_beta_slow", c.yarn_beta_slow),
         G.array(p + "attention.compress_ratios", G.T_UINT32, list(ratios)),
     ]
-    if per_layer_clamp:  # llama.cpp reads a scalar or a per-layer array; the real file has the array
+    if per_layer_clamp:  # llama.cpp reads a scalar or a per-layer array; its converter writes arrays
         kvs.append(G.array(p + "swiglu_clamp_exp", G.T_FLOAT32, [c.swiglu_clamp] * n_layer))
+        kvs.append(G.array(p + "swiglu_clamp_shexp", G.T_FLOAT32, [c.swiglu_clamp] * n_layer))
+        kvs.append(G.u32(p + "embedding_length_out", c.hc_count * c.n_embd))  # as llama.cpp's converter
     else:  # Lucebox's drafter loader reads a FLOAT32 scalar only (an array falls back to its default)
         kvs.append(G.f32(p + "swiglu_clamp_exp", c.swiglu_clamp))
     return kvs
@@ -107,8 +109,9 @@ def _tokenizer_kvs() -> list[G.KV]:
         G.u32("tokenizer.ggml.bos_token_id", tok.bos_id),
         G.u32("tokenizer.ggml.eos_token_id", tok.eos_id),
         G.u32("tokenizer.ggml.padding_token_id", tok.eos_id),  # tokenizer_config.json: pad = EOS
-        G.boolean("tokenizer.ggml.add_bos_token", True),
-        G.boolean("tokenizer.ggml.add_eos_token", False),
+        # false in the shipped tokenizer_config.json: the chat template writes BOS itself
+        G.boolean("tokenizer.ggml.add_bos_token", tok.add_bos),
+        G.boolean("tokenizer.ggml.add_eos_token", tok.add_eos),
     ]
 
 

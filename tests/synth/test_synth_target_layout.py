@@ -1,6 +1,8 @@
 """The tiny target's metadata and tensor set, checked against the HF tokenizer and the section-1/2 structure."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from tokenizers import Tokenizer
@@ -30,6 +32,8 @@ def test_tokenizer_metadata_matches_hf_tokenizers(tiny):
     types = kv["tokenizer.ggml.token_type"]
     assert types[0] == 3 and types[hf.token_to_id("<｜User｜>")] == 4 and types[1000] == 1
     assert len(kv["tokenizer.ggml.merges"]) > 100000
+    config = json.loads(tokenizer_json_path().with_name("tokenizer_config.json").read_text())
+    assert kv["tokenizer.ggml.add_bos_token"] is bool(config["add_bos_token"])
 
 
 def test_model_keys(tiny):
@@ -40,7 +44,7 @@ def test_model_keys(tiny):
     assert kv[p + "attention.compress_ratios"] == [0, 0, 4, 128, 4]
     assert kv[p + "attention.indexer.key_length"] == 128  # llama.cpp needs 128
     assert kv[p + "expert_gating_func"] == 4 and kv[p + "expert_weights_norm"] is True
-    assert kv[p + "swiglu_clamp_exp"] == [10.0] * c.n_layer
+    assert kv[p + "swiglu_clamp_exp"] == kv[p + "swiglu_clamp_shexp"] == [10.0] * c.n_layer
     assert kv[p + "rope.scaling.type"] == "yarn" and kv[p + "rope.scaling.factor"] == 16.0
     assert kv["ds4kit.synth.seed"] == 0 and kv["ds4kit.synth.preset"] == "tiny"
 
