@@ -5,11 +5,13 @@ whose scale byte is chosen to give the wanted weight magnitude; the model's
 weights are then by definition what the blocks decode to (`dequantize`).
 
 Layouts follow ds4-model.md section 5, cross-checked against the ROCmFPX ggml
-fork. Where they disagree we follow the fork and never emit the disputed codes
-where that is possible:
+fork. Where they disagree we follow the spec (as the engine's C++ decoder in
+engine/src/quant/rocmfp_codes.h does) and never emit the disputed codes where
+that is possible:
   * Q2_0_ROCMFP2 (107): the fork's frozen codebook is {-4, -1, +1, +4};
-    ds4-model.md says {-1, 0, 1, 2}. Both read the same bytes; only the values
-    differ, so this decoder takes the codebook as an argument (default: fork).
+    ds4-model.md says {-1, 0, 1, 2}, which is also what a public reader audit of
+    the DS4 ROCMFP2 files' writer found. Both read the same bytes; only the values
+    differ, so this decoder takes the codebook as an argument (default: spec).
   * Q6_0_ROCMFPX (102): the fork decodes "-0" (sign bit, magnitude 0) as -32 in
     one kernel and 0 in another; the generator never writes that code.
 All blocks are little-endian, 32 weights each; codes come first, scale bytes last.
@@ -61,7 +63,7 @@ LAYOUTS = {
 
 
 # --- code value tables (index = raw code) ---------------------------------------------------
-def code_values(type_id: int, fp2_codebook=FP2_CODEBOOK_FORK) -> np.ndarray:
+def code_values(type_id: int, fp2_codebook=FP2_CODEBOOK_SPEC) -> np.ndarray:
     if type_id in (100, 101):
         q = np.arange(16)
         mag = np.asarray(FP4_MAGNITUDES)[q & 7]
@@ -128,7 +130,7 @@ def _unpack_codes(raw: np.ndarray, layout: RocmLayout) -> np.ndarray:
 
 
 # --- public API -----------------------------------------------------------------------------
-def dequantize(raw: bytes | np.ndarray, type_id: int, fp2_codebook=FP2_CODEBOOK_FORK) -> np.ndarray:
+def dequantize(raw: bytes | np.ndarray, type_id: int, fp2_codebook=FP2_CODEBOOK_SPEC) -> np.ndarray:
     """Decode ROCmFP blocks to float32, flat."""
     layout = LAYOUTS[type_id]
     buf = np.frombuffer(raw, dtype=np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else np.asarray(raw, np.uint8)
