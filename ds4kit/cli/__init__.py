@@ -45,6 +45,7 @@ def _register() -> None:
         ("ds4kit.cli.model_cmds", "model"),
         ("ds4kit.cli.thermal_cmds", "thermal"),
         ("ds4kit.cli.bench_cmds", "bench"),
+        ("ds4kit.cli.generate_cmd", "generate_cmd"),
     ):
         try:
             module = __import__(name, fromlist=[attr])

@@ -155,7 +155,7 @@ def scale_byte_for(step: float) -> int:
 def random_blocks(rng: np.random.Generator, n_blocks: int, type_id: int, std: float) -> bytes:
     """Random valid blocks whose decoded weights have RMS close to `std` (zero mean).
 
-    2-4 bit codes are drawn uniformly; 6/8-bit codes are rounded Gaussians (as a real
+    2-4 bit codes are drawn uniformly (2-bit: with zero-mean frequencies); 6/8-bit codes are rounded Gaussians (as a real
     quantiser would produce), which keeps the scale byte in the fine-grained range."""
     layout = LAYOUTS[type_id]
     if layout.bits >= 6:
@@ -166,6 +166,10 @@ def random_blocks(rng: np.random.Generator, n_blocks: int, type_id: int, std: fl
         sigma_codes = min(std / s, 0.45 * max_mag)
         v = np.clip(np.rint(rng.standard_normal((n_blocks, QK)) * sigma_codes), -max_mag, max_mag).astype(np.int64)
         codes = (v & 0xFF) if layout.bits == 8 else (np.abs(v) | np.where(v < 0, 32, 0))
+    elif type_id == 107:
+        # The spec codebook {-1, 0, 1, 2} is lopsided: uniform codes would average +0.5.
+        # These frequencies give zero mean, as a real quantiser of zero-mean weights does.
+        codes = rng.choice(4, size=(n_blocks, QK), p=(0.4, 0.25, 0.3, 0.05))
     else:
         allowed = _allowed_codes(type_id)
         codes = allowed[rng.integers(0, allowed.size, size=(n_blocks, QK))]
