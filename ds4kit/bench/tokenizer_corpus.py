@@ -117,10 +117,19 @@ def _prose_docs(rng: random.Random) -> Iterator[str]:
     licences = [base / "LICENSE.txt"]
     for pattern in _LICENCE_GLOBS:
         licences += sorted(Path("/").glob(pattern.lstrip("/")))
+    chunks: list[str] = []
     for p in licences:
         text = _read(p) if p.is_file() else None
         if text:
-            docs.extend(text[i:i + 8000] for i in range(0, len(text), 8000))
+            chunks.extend(text[i:i + 4000] for i in range(0, len(text), 4000))
+    # Alternate licence text and docstrings so that any prefix of the stream has both.
+    mixed: list[str] = []
+    step = max(1, len(docs) // max(1, len(chunks)))
+    for k, chunk in enumerate(chunks):
+        mixed.append(chunk)
+        mixed.extend(docs[k * step:(k + 1) * step])
+    mixed.extend(docs[len(chunks) * step:])
+    docs = mixed
     n = 0
     while docs:
         for doc in docs:
@@ -209,8 +218,9 @@ def _special_docs(rng: random.Random) -> Iterator[str]:
     glue = ["", " ", "\n", "hi", "<", ">", "｜", "<｜", "｜>", "<<", ">>", "\r\n", "User", "think", "1", "😀", "日本"]
     # First every added token once, each in several surroundings; then random mixes.
     for start in range(0, len(specials), 40):
-        yield "".join(rng.choice(glue) + s + rng.choice(glue) + s[: rng.randint(1, len(s) - 1)] + rng.choice(glue)
-                      for s in specials[start:start + 40])
+        yield "".join(rng.choice(glue) + s + rng.choice(glue)
+                      + (s[: rng.randint(1, len(s) - 1)] + rng.choice(glue) if k % 4 == 0 else "")
+                      for k, s in enumerate(specials[start:start + 40]))
     while True:
         yield "".join(rng.choice(specials) + rng.choice(glue) for _ in range(rng.randint(20, 80)))
 
