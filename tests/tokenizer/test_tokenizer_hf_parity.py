@@ -58,3 +58,18 @@ def test_short_edge_cases_match_hf():
     for text in cases:
         ours, ref = tok.encode(text), hf_ids(text)
         assert ours == ref, describe_mismatch(repr(text), text, ours, ref)
+
+
+def test_long_pieces_match_hf():
+    # Pieces far beyond the word cache's key limit exercise the uncached merge path.
+    import random
+
+    rng = random.Random(3)
+    letters = "".join(rng.choice("etaoinshrdlu") for _ in range(3000))
+    cases = ["a" * 5000, " " * 5000 + "x", "\n" * 3000, "\t \n" * 1000, "日本" * 1500, "ab" * 2500, letters,
+             "é" * 2000, "😀" * 800, "!" * 3000, "1" * 3001, "\u3000" * 2000 + "y"]
+    tok = engine_tokenizer()
+    for text in cases:
+        ours, ref = tok.encode(text), hf_ids(text)
+        assert ours == ref, describe_mismatch(repr(text[:20]), text, ours, ref)
+        assert tok.decode(ours) == text.encode("utf-8")

@@ -135,6 +135,11 @@ void Tokenizer::encode_text(const unsigned char* s, size_t n, bool use_cache, st
         tok::bpe_encode_piece(p, len, byte_ids_, merges_, sc.bpe, out);
         cache_.insert(p, len, h, out.data() + before, out.size() - before);
     }
+    // Keep the per-thread buffers small after an unusually long stretch of text.
+    constexpr size_t kKeep = size_t{1} << 20;
+    if (sc.pre.cp.capacity() > kKeep) sc.pre = tok::PreTokenScratch{};
+    if (sc.pieces.capacity() > kKeep) std::vector<tok::Piece>().swap(sc.pieces);
+    if (sc.bpe.symbols.capacity() > kKeep) sc.bpe = tok::BpeScratch{};
 }
 
 void Tokenizer::encode_append(std::string_view text, bool parse_special, std::vector<int32_t>& out) const {
