@@ -1,0 +1,1 @@
+"""Benchmarks (`ds4kit bench ...`)."""
