@@ -8,6 +8,7 @@ Output is byte-identical for identical inputs (no timestamps, fixed key order).
 """
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,7 @@ def write_gguf(path: str | Path, kvs: Iterable[KV], tensors: Sequence[TensorSpec
     if len(set(names)) != len(names):
         raise ValueError("duplicate tensor names: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
     path = Path(path)
-    tmp = path.with_name(path.name + ".partial")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.partial")  # unique: concurrent writers never collide
     with open(tmp, "wb") as f:
         _write_all(f, kvs, tensors, produce, on_tensor)
     tmp.replace(path)
