@@ -140,8 +140,10 @@ class ReferenceSession:
 
     # -------------------------------------------------------------- one token
 
-    def step(self, token: int, swaps=()) -> np.ndarray:
-        """Run one token and return its logits. `swaps` is for oracle comparisons only:
+    def step(self, token: int, swaps=(), want_logits: bool = True):
+        """Run one token and return its logits (None with want_logits=False, which skips
+        the LM head, the slowest part with a real 129280-token vocab; the state advances
+        the same). `swaps` is for oracle comparisons only:
         a set of (layer, "moe" | "idx") whose top-k boundary is flipped at this step
         (the k-th choice replaced by the (k+1)-th), to follow another implementation
         through a near-tie. The trace records each boundary's margin."""
@@ -160,7 +162,7 @@ class ReferenceSession:
                 self.trace[il].append({"pos": p, "token": token})
             X = self._attention_sublayer(il, X, p)
             X = self._ffn_sublayer(il, X, token)
-        logits = self._output_head(X)
+        logits = self._output_head(X) if want_logits else None
         self.pos += 1
         return logits
 
