@@ -63,7 +63,8 @@ def tiny_weights(seed: int = 0, ffn_gain: float = 1.0, **over) -> Weights:
             b + "ffn_gate_inp.weight": mat(hp.n_expert, E),
             b + "ffn_gate_exps.weight": rng.standard_normal((hp.n_expert, hp.n_ff_exp, E)) * ffn_gain / np.sqrt(E),
             b + "ffn_up_exps.weight": rng.standard_normal((hp.n_expert, hp.n_ff_exp, E)) * ffn_gain / np.sqrt(E),
-            b + "ffn_down_exps.weight": rng.standard_normal((hp.n_expert, E, hp.n_ff_exp)) / (ffn_gain ** 2 * np.sqrt(hp.n_ff_exp)),
+            b + "ffn_down_exps.weight": rng.standard_normal((hp.n_expert, E, hp.n_ff_exp))
+            / (ffn_gain ** 2 * np.sqrt(hp.n_ff_exp)),
             b + "ffn_gate_shexp.weight": mat(hp.n_ff_exp, E, ffn_gain),
             b + "ffn_up_shexp.weight": mat(hp.n_ff_exp, E, ffn_gain),
             b + "ffn_down_shexp.weight": mat(E, hp.n_ff_exp, 1.0 / ffn_gain ** 2),
