@@ -54,7 +54,9 @@ def reference_row(type_id: int, raw: np.ndarray) -> np.ndarray:
 def measure(type_id: int, rng) -> dict:
     n = N_FLOAT if type_id in (0, 1, 30) else N_QUANT
     rows = make_rows(type_id, n, N_ROWS, rng)
-    X = rng.standard_normal((N_COLS, n)).astype(np.float32)
+    X_wide = rng.standard_normal((N_COLS, n + 13)).astype(np.float32)
+    X_wide[:, n:] = np.nan  # must never be read
+    X = np.ascontiguousarray(X_wide[:, :n])
     worst = 0.0
     dots = []
     for r in range(N_ROWS):
@@ -72,9 +74,13 @@ def measure(type_id: int, rng) -> dict:
         for ncols in range(1, N_COLS + 1):
             multi = _engine.dot_row_cols(type_id, rows[r], X[:ncols])
             invariant &= bool(np.array_equal(multi.view(np.uint32), single[:ncols].view(np.uint32)))
-        # and independent of the column's position among the others
-        rev = _engine.dot_row_cols(type_id, rows[r], X[::-1].copy())[::-1]
+        # and independent of the column's position among the others (X[::-1] is a
+        # negative-stride view the binding copies)
+        rev = _engine.dot_row_cols(type_id, rows[r], X[::-1])[::-1]
         invariant &= bool(np.array_equal(rev.view(np.uint32), single.view(np.uint32)))
+        # and of the column stride (ldx > n: columns are rows of a wider array)
+        strided = _engine.dot_row_cols(type_id, rows[r], X_wide[:, :n])
+        invariant &= bool(np.array_equal(strided.view(np.uint32), single.view(np.uint32)))
     again = [_engine.dot_row(type_id, rows[r], X[c]) for r in range(N_ROWS) for c in range(N_COLS)]
     mv = _engine.matvec(type_id, rows.reshape(-1), X[0], N_ROWS)
     mv_single = np.array([_engine.dot_row(type_id, rows[r], X[0]) for r in range(N_ROWS)], np.float32)
