@@ -93,12 +93,22 @@ def measure(type_id: int, rng) -> dict:
     }
 
 
+def rocmfp_scales_exact() -> bool:
+    """Every scale byte through the dot path: a Q8_0_ROCMFPX block with code 1
+    first and x = e_0 must give exactly s(e) (the SIMD path uses its own table)."""
+    x = np.zeros(32, np.float32)
+    x[0] = 1.0
+    got = [_engine.dot_row(103, np.array([1] + [0] * 31 + [e], np.uint8), x) for e in range(256)]
+    return bool(np.array_equal(np.array(got, np.float32), rocmfp.scale(np.arange(256))))
+
+
 def main() -> None:
     ids = [t["id"] for t in _engine.qtypes() if t["kernels"]]
     rng = np.random.default_rng(20261129)
     with np.errstate(all="ignore"):
         results = {str(i): measure(i, rng) for i in ids}
-    print(json.dumps({"dispatch": _engine.quant_dispatch(), "cpu": _engine.cpu_features(), "results": results}))
+    print(json.dumps({"dispatch": _engine.quant_dispatch(), "cpu": _engine.cpu_features(), "results": results,
+                      "rocmfp_scales_exact": rocmfp_scales_exact()}))
 
 
 if __name__ == "__main__":
