@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "quant/dequant_blocks.h"
@@ -272,10 +273,15 @@ struct SrcBf16 {
     }
 };
 
-struct SrcF32 {  // no conversion: FMA straight from the row
+struct SrcF32 {  // no conversion: FMA straight from the row when it is float-aligned
     static constexpr int kElemBytes = 4;
-    static int run(const uint8_t* b, int len, float*, const float** w) {
-        *w = reinterpret_cast<const float*>(b);
+    static int run(const uint8_t* b, int len, float* y, const float** w) {
+        if (reinterpret_cast<uintptr_t>(b) % alignof(float) == 0) {
+            *w = reinterpret_cast<const float*>(b);
+        } else {
+            std::memcpy(y, b, (size_t)len * 4);  // e.g. a row sliced at an odd byte offset
+            *w = y;
+        }
         return len;
     }
 };
