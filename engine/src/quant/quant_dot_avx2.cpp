@@ -155,9 +155,10 @@ inline __m256i groups24(__m128i src, const Ctl32& ctl) {
 struct DeqRocmfp3 {  // 104: eight 3-bit codes per 3 bytes, then a sign/magnitude table
     static constexpr int kBlock = 32, kBytes = 14;
     static void run(const uint8_t* b, float* y) {
-        alignas(16) uint8_t buf[16] = {};  // 12 code bytes, zero padded
-        std::memcpy(buf, b, 12);  // never read past the block (the last one ends the row)
-        const __m128i src = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+        // The 12 code bytes as 8 + 4 (a 16-byte load could run past the row's last block).
+        uint32_t tail4;
+        std::memcpy(&tail4, b + 8, 4);
+        const __m128i src = _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)), (int)tail4, 2);
         const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
         const __m256i lut = _mm256_setr_epi32(0, 1, 2, 4, 0, -1, -2, -4);
         for (int g = 0; g < 4; ++g) {  // group g: elements 8g..8g+7
@@ -171,11 +172,12 @@ struct DeqRocmfp3 {  // 104: eight 3-bit codes per 3 bytes, then a sign/magnitud
 struct DeqRocmfp6 {  // 102: four 6-bit codes per 3 bytes, bit 5 sign
     static constexpr int kBlock = 32, kBytes = 26;
     static void run(const uint8_t* b, float* y) {
-        alignas(16) uint8_t buf[24];
-        std::memcpy(buf, b, 24);
+        // Code bytes 0..15 and 8..23 (both inside the 26-byte block).
+        const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+        const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8));
         const __m256i shifts = _mm256_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18);
         for (int h = 0; h < 4; ++h) {  // elements 8h..8h+7 = groups 2h (lanes 0-3) and 2h+1 (lanes 4-7)
-            const __m128i src = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + (h < 2 ? 0 : 8)));
+            const __m128i src = h < 2 ? lo : hi;
             const __m256i code = _mm256_and_si256(_mm256_srlv_epi32(groups24(src, kQ6Ctl[h]), shifts), _mm256_set1_epi32(63));
             const __m256i mag = _mm256_and_si256(code, _mm256_set1_epi32(31));
             const __m256i neg = _mm256_cmpeq_epi32(_mm256_and_si256(code, _mm256_set1_epi32(32)), _mm256_set1_epi32(32));
