@@ -8,9 +8,13 @@ by case index: reproduce one with gguf_mutator.mutate(seeds, fields, index).
 """
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
+from ds4kit import _engine
 import gguf_mutator
+from gguf_oracle import assert_matches_gguf_py
 from gguf_fuzz_driver import run_fuzz
 
 N_CASES = 12_000
@@ -39,3 +43,26 @@ def test_harness_pinpoints_crashes_and_hangs(seed_dir, tmp_path):
     assert [i for i, _ in res.crashes] == [17] and res.cases == 60 and res.accepted + res.rejected == 59
     res = run_fuzz(seed_dir, tmp_path / "h", 40, hang_s=1.5, env_extra={"DS4_FUZZ_SELFTEST_HANG_AT": "25"})
     assert res.hangs == [25] and not res.crashes and res.cases == 40
+
+
+N_DIFFERENTIAL = 3_000
+
+
+def test_accepted_mutants_agree_with_gguf_py(seed_dir, tmp_path):
+    """Differential check: every mutant we accept, gguf-py reads the same way.
+    (We are stricter than gguf-py, so the converse is not expected.)"""
+    seeds, fields = gguf_mutator.load_seeds(seed_dir)
+    path = tmp_path / "m.gguf"
+    accepted = 0
+    for i in range(N_DIFFERENTIAL):
+        path.write_bytes(gguf_mutator.mutate(seeds, fields, i))
+        try:
+            _engine.GGUFFile(str(path))
+        except _engine.Ds4Error:
+            continue
+        accepted += 1
+        try:
+            assert_matches_gguf_py(path)
+        except Exception as e:  # noqa: BLE001 - report the reproducing index
+            raise AssertionError(f"mutant {i}: {type(e).__name__}: {e}") from e
+    assert accepted > N_DIFFERENTIAL // 20
