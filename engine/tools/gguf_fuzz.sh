@@ -16,4 +16,4 @@ for f in "$@"; do cp "$f" "$build/seeds/"; done
 mkdir -p "$build/corpus"
 cd "$build"
 ./engine/tools/gguf_fuzz -runs="$runs" -seed=20261129 -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 corpus seeds 2>&1 | tee libfuzzer.log | grep -E "^(INFO: Seed|#[0-9]+ +DONE|stat::|==[0-9]+==ERROR|SUMMARY)" || true
+  -print_final_stats=1 corpus seeds 2>&1 | tee libfuzzer.log | grep -E "^(INFO: Seed|#[0-9]+[[:space:]]+DONE|stat::|==[0-9]+==ERROR|SUMMARY)" || true
