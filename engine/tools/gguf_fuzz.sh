@@ -15,5 +15,8 @@ PYTHONPATH=tests/gguf python3 -c "from pathlib import Path; import gguf_mutator;
 for f in "$@"; do cp "$f" "$build/seeds/"; done
 mkdir -p "$build/corpus"
 cd "$build"
+rc=0
 ./engine/tools/gguf_fuzz -runs="$runs" -seed=20261129 -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 corpus seeds 2>&1 | tee libfuzzer.log | grep -E "^(INFO: Seed|#[0-9]+[[:space:]]+DONE|stat::|==[0-9]+==ERROR|SUMMARY)" || true
+  -print_final_stats=1 corpus seeds >libfuzzer.log 2>&1 || rc=$?
+grep -E "^(INFO: Seed|#[0-9]+[[:space:]]+DONE|stat::|==[0-9]+==ERROR|SUMMARY)" libfuzzer.log || true
+exit $rc  # non-zero when libFuzzer found a crash (the input is saved as build/fuzz/crash-*)
