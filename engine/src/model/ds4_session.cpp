@@ -93,11 +93,16 @@ std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool 
     check_tokens(tokens.data(), (int64_t)tokens.size());  // fail before any state changes
     const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : kPrefillBlock;
     std::vector<float> logits;
-    for (int64_t b = 0; b < n; b += block) {
-        const int64_t len = std::min(block, n - b);
+    for (int64_t b = 0; b < n;) {
+        int64_t len = std::min(block, n - b);
+        // Blocks other than the last end on a ratio-4 compressor boundary, where D and
+        // L split batches. This forward is exact for any split; the rule keeps the split
+        // points where a fused GPU compressor will need them.
+        if (b + len < n && (pos_ + len) % 4 != 0 && len > (pos_ + len) % 4) len -= (pos_ + len) % 4;
         std::vector<bool> want((size_t)len, false);
         if (b + len == n) want.back() = true;  // only the last token's logits are returned
         forward(tokens.data() + b, len, want, logits);
+        b += len;
     }
     return logits;
 }
@@ -317,17 +322,8 @@ void Ds4Session::ffn_layer(int64_t il, const int32_t* tokens, int64_t n, std::ve
         for (int64_t e = 0; e < NX; ++e) s[(size_t)e] = std::sqrt(softplus(gl[(size_t)(i * NX + e)]));
         std::vector<int32_t> experts((size_t)K);
         if (il < hp.n_hash_layers) {
-            const int32_t* ids = reinterpret_cast<const int32_t*>(lw.ffn_gate_tid2eid.row(tokens[i]));
-            for (int64_t k = 0; k < K; ++k) {
-                int32_t id;
-                std::memcpy(&id, ids + k, 4);
-                if (id < 0 || id >= NX) {
-                    throw FormatError(model_->path() + ": tensor '" + lw.ffn_gate_tid2eid.name + "' maps token " +
-                                      std::to_string(tokens[i]) + " to expert " + std::to_string(id) +
-                                      ", outside 0.." + std::to_string(NX - 1));
-                }
-                experts[(size_t)k] = id;
-            }
+            // Expert ids were range-checked when the model was loaded.
+            std::memcpy(experts.data(), lw.ffn_gate_tid2eid.row(tokens[i]), (size_t)K * 4);
         } else {
             // The bias only selects; the weights use the unbiased s.
             std::vector<double> biased(s);

@@ -53,8 +53,8 @@ public:
     // Logits of every token, row-major [tokens.size()][n_vocab].
     std::vector<float> verify(const std::vector<int32_t>& tokens);
     // Feeds the tokens; returns the logits of the last one. exact: one token at
-    // a time; batched: blocks of up to kPrefillBlock tokens (same results, as
-    // the forward is block-width invariant).
+    // a time; batched: blocks of up to kPrefillBlock tokens ending on ratio-4
+    // boundaries (same results, as the forward is block-width invariant).
     std::vector<float> prefill(const std::vector<int32_t>& tokens, bool exact);
 
     static constexpr int64_t kPrefillBlock = 32;
