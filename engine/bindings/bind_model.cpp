@@ -19,6 +19,21 @@ py::array_t<float> to_array(std::vector<float>&& v, std::vector<py::ssize_t> sha
     return py::array_t<float>(shape, heap->data(), owner);
 }
 
+// Token ids arrive as Python ints of any size; anything outside int32 is reported
+// as the bad token it is (the session then names the vocabulary limit).
+std::vector<int32_t> token_ids(const std::vector<int64_t>& tokens) {
+    std::vector<int32_t> out;
+    out.reserve(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] < INT32_MIN || tokens[i] > INT32_MAX) {
+            throw ds4::ArgumentError("token id " + std::to_string(tokens[i]) + " (at index " + std::to_string(i) +
+                                     ") is outside the 32-bit range of token ids");
+        }
+        out.push_back((int32_t)tokens[i]);
+    }
+    return out;
+}
+
 py::dict hparams_dict(const ds4::Ds4Hparams& hp) {
     py::dict d;
     d["n_layer"] = hp.n_layer;
@@ -72,13 +87,11 @@ void bind_model(py::module_& m) {
         .def(
             "decode",
             [](Ds4Session& s, int64_t token) {
-                if (token < INT32_MIN || token > INT32_MAX) {
-                    throw ds4::ArgumentError("token id " + std::to_string(token) + " does not fit 32 bits");
-                }
+                const int32_t id = token_ids({token})[0];
                 std::vector<float> out;
                 {
                     py::gil_scoped_release nogil;
-                    out = s.decode((int32_t)token);
+                    out = s.decode(id);
                 }
                 const auto n = (py::ssize_t)out.size();
                 return to_array(std::move(out), {n});
@@ -86,7 +99,8 @@ void bind_model(py::module_& m) {
             py::arg("token"), "Logits (float32 [n_vocab]) of one token")
         .def(
             "verify",
-            [](Ds4Session& s, const std::vector<int32_t>& tokens) {
+            [](Ds4Session& s, const std::vector<int64_t>& tokens64) {
+                const std::vector<int32_t> tokens = token_ids(tokens64);
                 std::vector<float> out;
                 {
                     py::gil_scoped_release nogil;
@@ -99,7 +113,8 @@ void bind_model(py::module_& m) {
             py::arg("tokens"), "Logits of every token (float32 [q, n_vocab]); rows equal one-by-one decode")
         .def(
             "prefill",
-            [](Ds4Session& s, const std::vector<int32_t>& tokens, const std::string& mode) {
+            [](Ds4Session& s, const std::vector<int64_t>& tokens64, const std::string& mode) {
+                const std::vector<int32_t> tokens = token_ids(tokens64);
                 if (mode != "exact" && mode != "batched") {
                     throw ds4::ArgumentError("prefill mode '" + mode + "' is not one of 'exact', 'batched'");
                 }

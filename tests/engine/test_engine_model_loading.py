@@ -89,6 +89,8 @@ def test_bad_tokens_and_context_overflow():
             s.decode(bad)
     with pytest.raises(_engine.ArgumentError, match=rf"token id {V} \(at index 1\)"):
         s.verify([0, V, 1])
+    with pytest.raises(_engine.ArgumentError, match=r"token id 4294967296 \(at index 2\)"):
+        s.prefill(np.array([0, 1, 2**32]), mode="exact")
     assert s.pos == 0  # a rejected call leaves the state alone
     first = s.verify([1, 2, 3])
     with pytest.raises(_engine.ArgumentError, match=r"context overflow: position 3 \+ 2 tokens exceeds max_ctx 4"):

@@ -131,6 +131,8 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const std::vector<boo
         if (want_logits[(size_t)i]) rows.push_back(i);
     }
     const int64_t m = (int64_t)rows.size();
+    pos_ += n;
+    if (m == 0) return;  // a prefill block whose logits nobody reads skips the LM head
     std::vector<float> e((size_t)(m * E));
     for (int64_t k = 0; k < m; ++k) {
         be.hc_head(X.data() + rows[(size_t)k] * HC * E, HC, E, w.output_hc_fn, model_->output_hc_scale(),
@@ -140,7 +142,6 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const std::vector<boo
     const size_t off = logits.size();
     logits.resize(off + (size_t)(m * hp.n_vocab));
     be.matmul(w.output, 0, hp.n_vocab, e.data(), E, (int)m, logits.data() + off, hp.n_vocab);
-    pos_ += n;
 }
 
 void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, std::vector<float>& X) {
