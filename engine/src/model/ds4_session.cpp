@@ -317,32 +317,36 @@ void Ds4Session::ffn_layer(int64_t il, const int32_t* tokens, int64_t n, std::ve
     std::vector<float> gl((size_t)(n * NX));
     be.matmul(lw.ffn_gate_inp, 0, NX, h2.data(), E, (int)n, gl.data(), NX);
 
-    std::vector<float> y((size_t)E), Xi((size_t)(HC * E));
+    // Routing per token.
+    std::vector<int32_t> experts((size_t)(n * K));
+    std::vector<float> weights((size_t)(n * K));
     for (int64_t i = 0; i < n; ++i) {
+        int32_t* ex = experts.data() + i * K;
         std::vector<double> s((size_t)NX);
         for (int64_t e = 0; e < NX; ++e) s[(size_t)e] = std::sqrt(softplus(gl[(size_t)(i * NX + e)]));
-        std::vector<int32_t> experts((size_t)K);
         if (il < hp.n_hash_layers) {
             // Expert ids were range-checked when the model was loaded.
-            std::memcpy(experts.data(), lw.ffn_gate_tid2eid.row(tokens[i]), (size_t)K * 4);
+            std::memcpy(ex, lw.ffn_gate_tid2eid.row(tokens[i]), (size_t)K * 4);
         } else {
             // The bias only selects; the weights use the unbiased s.
             std::vector<double> biased(s);
             for (int64_t e = 0; e < NX; ++e) biased[(size_t)e] += lv.exp_probs_b[(size_t)e];
             const std::vector<int64_t> top = top_k(biased, K);
-            for (int64_t k = 0; k < K; ++k) experts[(size_t)k] = (int32_t)top[(size_t)k];
+            for (int64_t k = 0; k < K; ++k) ex[k] = (int32_t)top[(size_t)k];
         }
         double sum = 0.0;
-        for (int32_t e : experts) sum += s[(size_t)e];
+        for (int64_t k = 0; k < K; ++k) sum += s[(size_t)ex[k]];
         const double norm = hp.expert_weights_norm ? 1.0 / std::max(sum, kMoeWeightSumFloor) : 1.0;
-        std::vector<float> weights((size_t)K);
         for (int64_t k = 0; k < K; ++k) {
-            weights[(size_t)k] = (float)(s[(size_t)experts[(size_t)k]] * norm * hp.expert_weights_scale);
+            weights[(size_t)(i * K + k)] = (float)(s[(size_t)ex[k]] * norm * hp.expert_weights_scale);
         }
-        be.moe(lw, h2.data() + i * E, experts.data(), weights.data(), K, hp.swiglu_clamp_exp[(size_t)il],
-               hp.swiglu_clamp_shexp[(size_t)il], y.data());
+    }
+    std::vector<float> y((size_t)(n * E)), Xi((size_t)(HC * E));
+    be.moe(lw, h2.data(), n, experts.data(), weights.data(), K, hp.swiglu_clamp_exp[(size_t)il],
+           hp.swiglu_clamp_shexp[(size_t)il], y.data());
+    for (int64_t i = 0; i < n; ++i) {
         std::copy(X.begin() + i * HC * E, X.begin() + (i + 1) * HC * E, Xi.begin());
-        be.hc_post(y.data(), Xi.data(), HC, E, split[(size_t)i], X.data() + i * HC * E);
+        be.hc_post(y.data() + i * E, Xi.data(), HC, E, split[(size_t)i], X.data() + i * HC * E);
     }
 }
 
