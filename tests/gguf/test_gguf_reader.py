@@ -12,24 +12,7 @@ from gguf import GGUFValueType as V
 
 from ds4kit import _engine
 import gguf_fixtures as fx
-
-
-def oracle_type_name(field) -> str:
-    """gguf-py's field.types ([ARRAY, ARRAY, INT32] for nested) as our type string."""
-    names = [t.name for t in field.types]
-    out = names[-1]
-    for _ in names[:-1]:
-        out = f"ARRAY[{out}]"
-    return out
-
-
-def flatten(value) -> list:
-    """Nested lists/arrays to a flat python list, the shape gguf-py's contents() returns."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, list):
-        return [x for item in value for x in flatten(item)]
-    return [value]
+from gguf_oracle import assert_matches_gguf_py
 
 
 @pytest.fixture(scope="module", params=[None, 64, 1024], ids=["align-default", "align-64", "align-1024"])
@@ -49,27 +32,9 @@ def test_header_matches_oracle(full_file):
     assert f.n_tensors == len(r.tensors) == 31
 
 
-def test_metadata_matches_oracle(full_file):
-    f = _engine.GGUFFile(str(full_file))
-    r = gguf.GGUFReader(str(full_file))
-    ours = f.metadata
-    # gguf-py lists the three header fields (GGUF.version, ...) as fields too.
-    theirs = {k: v for k, v in r.fields.items() if not k.startswith("GGUF.")}
-    assert list(ours) == list(theirs), "keys in file order"
-    for key, field in theirs.items():
-        assert f.metadata_type(key) == oracle_type_name(field), key
-        expected = field.contents()
-        got = ours[key]
-        if field.types[0] == V.ARRAY and field.types[-1] != V.STRING:
-            if len(field.types) == 2:
-                assert isinstance(got, np.ndarray) and got.dtype == fx.NP_DTYPES[field.types[1]], key
-                assert got.tolist() == expected, key
-            else:
-                assert flatten(got) == expected, key
-        elif field.types[0] == V.ARRAY and len(field.types) > 2:
-            assert flatten(got) == [s for s in expected], key
-        else:
-            assert got == expected and type(got) is type(expected), key
+def test_everything_matches_oracle(full_file):
+    f = assert_matches_gguf_py(full_file)
+    assert len(f.metadata) == 2 + len(fx.SCALARS) + len(fx.ARRAYS) + 2 - (f.alignment == 32)
 
 
 def test_metadata_values_as_written(full_file):
@@ -92,23 +57,12 @@ def test_metadata_values_as_written(full_file):
     assert md[fx.NESTED_STR[0]] == fx.NESTED_STR[1]
 
 
-def test_tensors_match_oracle(full_file):
+def test_tensor_views_are_typed_right(full_file):
     f = _engine.GGUFFile(str(full_file))
-    r = gguf.GGUFReader(str(full_file))
-    assert [t.name for t in f.tensors] == [t.name for t in r.tensors]
-    for ours, theirs in zip(f.tensors, r.tensors):
-        assert ours.type_id == int(theirs.tensor_type)
-        assert ours.type_name == theirs.tensor_type.name
-        assert list(ours.shape) == [int(x) for x in theirs.shape]
-        assert ours.n_elements == theirs.n_elements
-        assert ours.nbytes == theirs.n_bytes
-        assert ours.abs_offset == theirs.data_offset
-        assert ours.offset == theirs.data_offset - f.data_offset
-        assert ours.offset % f.alignment == 0
-        assert f.tensor(ours.name).offset == ours.offset
-        data = f.tensor_data(ours.name)
-        assert data.dtype == np.uint8 and data.shape == (ours.nbytes,)
-        assert data.tobytes() == np.asarray(theirs.data).tobytes(), ours.name
+    for t in f.tensors:
+        data = f.tensor_data(t.name)
+        assert data.dtype == np.uint8 and data.shape == (t.nbytes,) and t.offset % f.alignment == 0
+        assert f.tensor(t.name).abs_offset == t.abs_offset == f.data_offset + t.offset
 
 
 def test_tensor_values_decode(full_file):
@@ -175,16 +129,7 @@ def test_missing_key_and_tensor(full_file):
 
 def test_vocab_and_small_model_files(tmp_path):
     for path in (fx.write_vocab_like(tmp_path / "v.gguf"), fx.write_small_model(tmp_path / "m.gguf")):
-        f = _engine.GGUFFile(str(path))
-        r = gguf.GGUFReader(str(path))
-        assert f.alignment == r.alignment and f.data_offset == r.data_offset
-        for key, field in r.fields.items():
-            if key.startswith("GGUF."):
-                continue
-            got = f.metadata[key]
-            got = got.tolist() if isinstance(got, np.ndarray) else got
-            assert got == field.contents(), key
-        assert [(t.name, t.nbytes) for t in f.tensors] == [(t.name, t.n_bytes) for t in r.tensors]
+        assert_matches_gguf_py(path)
 
 
 def test_zero_copy_view_outlives_file(tmp_path):
@@ -237,10 +182,7 @@ def test_handcrafted_v2(tmp_path):
     assert (a.name, a.type_name, a.shape, a.nbytes, a.offset) == ("a", "F32", (4,), 16, 0)
     assert (b.name, b.type_name, b.shape, b.n_elements, b.nbytes, b.offset) == ("b", "Q8_0", (32, 2), 64, 68, 16)
     assert f.tensor_data("a").view(np.float32).tolist() == [1, 2, 3, 4]
-    # gguf-py reads v2 too: same layout.
-    r = gguf.GGUFReader(str(path))
-    assert r.data_offset == f.data_offset
-    assert [t.data_offset for t in r.tensors] == [t.abs_offset for t in f.tensors]
+    assert_matches_gguf_py(path)  # gguf-py reads v2 too
 
 
 def test_file_with_no_tensors_and_no_kv(tmp_path):

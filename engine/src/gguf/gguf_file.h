@@ -7,12 +7,24 @@
 // there), each naming the file and the key or tensor. Typed getters throw
 // FormatError for a missing key or a stored type that does not fit: the file
 // lacks what the caller needs (use find() for optional keys).
+//
+// Decisions on input the spec leaves open (all errors, never silent repair):
+// - keys, tensor names and string values must be strict UTF-8 (gguf-py decodes
+//   strictly too); invalid bytes raise FormatError naming the key (and array index)
+//   or tensor, so every string handed out converts to a Python str;
+// - BOOL bytes must be 0 or 1;
+// - arrays nest at most kMaxArrayDepth levels, and at most 2^24 nested-array
+//   elements per file (each costs ~100 bytes of RAM against 12 on disk);
+// - general.alignment must be an unsigned integer (UINT8/16/32), non-zero power of two;
+// - tensor type ids outside the quant type table raise UnsupportedError;
+// - with no tensors, data_offset may lie past the end of the file (nothing is read there).
+// The host must be little-endian; big-endian GGUF files are rejected as unsupported.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -99,9 +111,9 @@ private:
     uint32_t alignment_ = kDefaultAlignment;
     uint64_t data_offset_ = 0;
     std::vector<GGUFKV> kvs_;
-    std::unordered_map<std::string, size_t> kv_index_;
+    std::map<std::string, size_t> kv_index_;  // ordered map: no hash-collision worst case
     std::vector<GGUFTensorInfo> tensors_;
-    std::unordered_map<std::string, size_t> tensor_index_;
+    std::map<std::string, size_t> tensor_index_;
 };
 
 // Quotes a key or tensor name for an error message: valid UTF-8 kept, control
