@@ -65,19 +65,27 @@ void bind_quant(py::module_& m) {
 
     m.def(
         "dot_row_cols",
-        [](uint32_t type, const U8Array& raw, const F32Array& X, const std::string& name) {
+        [](uint32_t type, const U8Array& raw, py::array_t<float, py::array::forcecast> X, const std::string& name) {
             if (X.ndim() != 2) throw ds4::ArgumentError(label(name) + ": X must be 2-D (ncols, n)");
+            // Rows of X may be strided (a view into a wider array): pass the row
+            // stride through as ldx; anything else is made C-contiguous first.
+            const bool strided_ok = X.strides(1) == (py::ssize_t)sizeof(float) && X.strides(0) >= 0 &&
+                                    X.strides(0) % (py::ssize_t)sizeof(float) == 0 &&
+                                    X.strides(0) >= X.shape(1) * (py::ssize_t)sizeof(float);
+            if (!strided_ok) X = F32Array::ensure(X);
             const int64_t ncols = X.shape(0), n = X.shape(1);
+            const int64_t ldx = X.shape(0) > 1 ? (int64_t)(X.strides(0) / sizeof(float)) : n;
             check_bytes(raw, ds4::quant_check_row(type, n, name.c_str()), type, n, name);
             py::array_t<float> out(ncols);
             {
                 py::gil_scoped_release nogil;
-                ds4::dot_row_cols(type, raw.data(), X.data(), n, (int)ncols, out.mutable_data(), n, name.c_str());
+                ds4::dot_row_cols(type, raw.data(), X.data(), ldx, (int)ncols, out.mutable_data(), n, name.c_str());
             }
             return out;
         },
         py::arg("type_id"), py::arg("raw"), py::arg("X"), py::arg("name") = "",
-        "Dot of one quantised row with each row of X (shape (ncols, n)); bitwise equal to dot_row per column.");
+        "Dot of one quantised row with each row of X (shape (ncols, n), rows may be strided); "
+        "bitwise equal to dot_row per column.");
 
     m.def(
         "matvec",

@@ -24,13 +24,19 @@
 #endif
 #define DS4_GPU_HAVE_RUNTIME 0
 #endif
-// Flat thread index pieces (HIP headers provide threadIdx etc. as objects).
+#if DS4_GPU_HAVE_RUNTIME
+__device__ inline unsigned ds4_thread_x() { return threadIdx.x; }
+__device__ inline unsigned ds4_block_x() { return blockIdx.x; }
+__device__ inline unsigned ds4_block_dim_x() { return blockDim.x; }
+#else
+// Without the headers there is no threadIdx: use clang's AMDGPU builtins.
 __device__ inline unsigned ds4_thread_x() { return __builtin_amdgcn_workitem_id_x(); }
 __device__ inline unsigned ds4_block_x() { return __builtin_amdgcn_workgroup_id_x(); }
 __device__ inline unsigned ds4_block_dim_x() {
     // Workgroup size x lives in the dispatch packet (hsa_kernel_dispatch_packet_t, offset 4).
     return ((const unsigned short*)__builtin_amdgcn_dispatch_ptr())[2];
 }
+#endif
 #elif defined(__CUDACC__)
 #define DS4_GPU_HAVE_RUNTIME 1
 __device__ inline unsigned ds4_thread_x() { return threadIdx.x; }

@@ -54,7 +54,9 @@ def reference_row(type_id: int, raw: np.ndarray) -> np.ndarray:
 def measure(type_id: int, rng) -> dict:
     n = N_FLOAT if type_id in (0, 1, 30) else N_QUANT
     rows = make_rows(type_id, n, N_ROWS, rng)
-    X = rng.standard_normal((N_COLS, n)).astype(np.float32)
+    X_wide = rng.standard_normal((N_COLS, n + 13)).astype(np.float32)
+    X_wide[:, n:] = np.nan  # must never be read
+    X = np.ascontiguousarray(X_wide[:, :n])
     worst = 0.0
     dots = []
     for r in range(N_ROWS):
@@ -72,9 +74,13 @@ def measure(type_id: int, rng) -> dict:
         for ncols in range(1, N_COLS + 1):
             multi = _engine.dot_row_cols(type_id, rows[r], X[:ncols])
             invariant &= bool(np.array_equal(multi.view(np.uint32), single[:ncols].view(np.uint32)))
-        # and independent of the column's position among the others
-        rev = _engine.dot_row_cols(type_id, rows[r], X[::-1].copy())[::-1]
+        # and independent of the column's position among the others (X[::-1] is a
+        # negative-stride view the binding copies)
+        rev = _engine.dot_row_cols(type_id, rows[r], X[::-1])[::-1]
         invariant &= bool(np.array_equal(rev.view(np.uint32), single.view(np.uint32)))
+        # and of the column stride (ldx > n: columns are rows of a wider array)
+        strided = _engine.dot_row_cols(type_id, rows[r], X_wide[:, :n])
+        invariant &= bool(np.array_equal(strided.view(np.uint32), single.view(np.uint32)))
     again = [_engine.dot_row(type_id, rows[r], X[c]) for r in range(N_ROWS) for c in range(N_COLS)]
     mv = _engine.matvec(type_id, rows.reshape(-1), X[0], N_ROWS)
     mv_single = np.array([_engine.dot_row(type_id, rows[r], X[0]) for r in range(N_ROWS)], np.float32)
@@ -87,12 +93,22 @@ def measure(type_id: int, rng) -> dict:
     }
 
 
+def rocmfp_scales_exact() -> bool:
+    """Every scale byte through the dot path: a Q8_0_ROCMFPX block with code 1
+    first and x = e_0 must give exactly s(e) (the SIMD path uses its own table)."""
+    x = np.zeros(32, np.float32)
+    x[0] = 1.0
+    got = [_engine.dot_row(103, np.array([1] + [0] * 31 + [e], np.uint8), x) for e in range(256)]
+    return bool(np.array_equal(np.array(got, np.float32), rocmfp.scale(np.arange(256))))
+
+
 def main() -> None:
     ids = [t["id"] for t in _engine.qtypes() if t["kernels"]]
     rng = np.random.default_rng(20261129)
     with np.errstate(all="ignore"):
         results = {str(i): measure(i, rng) for i in ids}
-    print(json.dumps({"dispatch": _engine.quant_dispatch(), "cpu": _engine.cpu_features(), "results": results}))
+    print(json.dumps({"dispatch": _engine.quant_dispatch(), "cpu": _engine.cpu_features(), "results": results,
+                      "rocmfp_scales_exact": rocmfp_scales_exact()}))
 
 
 if __name__ == "__main__":

@@ -73,3 +73,8 @@ def test_dot_cols_bitwise_invariant_and_deterministic(level_run, type_id):
     assert r["cols_invariant"], f"type {type_id}: dot_row_cols differs from dot_row"
     assert r["deterministic"], f"type {type_id}: repeated dot_row differs"
     assert r["matvec_equal"], f"type {type_id}: matvec differs from dot_row"
+
+
+def test_rocmfp_scale_bytes_exact_through_dot(level_run):
+    _, run = level_run
+    assert run["rocmfp_scales_exact"], "a ROCmFP scale byte decodes differently in the dot path"

@@ -2,10 +2,11 @@
 //
 // FP contraction is switched off for this file: the dequantisers must round
 // after every multiply like gguf-py's numpy code (a fused d*q - m would differ
-// in the last bit on FMA targets such as aarch64, or with clang's default).
+// in the last bit). Clang contracts by default; GCC only where the target has
+// FMA (aarch64, or -mfma), which the portable x86-64 build never enables here.
 #if defined(__clang__)
 #pragma clang fp contract(off)
-#elif defined(__GNUC__)
+#elif defined(__GNUC__) && (defined(__FP_FAST_FMAF) || defined(__FMA__))
 #pragma GCC optimize("fp-contract=off")
 #endif
 

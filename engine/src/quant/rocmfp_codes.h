@@ -12,7 +12,9 @@
 //   (|code| <= 127 and the scale has 4 significant bits).
 //
 // What was checked against public ROCmFP sources with the search tool, where the
-// spec is terse (reading only, nothing copied):
+// spec is terse (read only, nothing copied; the sources are ROCmFPX llama.cpp
+// forks and a Lucebox-derived engine, not Lucebox's own ggml, which the index
+// does not hold):
 //   - 3-bit and 6-bit streams are LSB-first: code i is bits [w*i, w*i+w) of the
 //     little-endian byte stream (the CUDA readers take (window >> (w*i & 7)) & mask
 //     from byte w*i>>3), so a code may straddle two bytes.
@@ -21,13 +23,13 @@
 //     Q4_0_ROCMFP4: low nibbles = elements 0..15, high nibbles = 16..31).
 //   - the ROCmFP4 and ROCmFPX scale tables dumped by one port are identical and
 //     equal this s(e) (e = 1 -> 2^-10), so all six types share one scale.
-//   Divergences we found and did NOT follow (the spec governs; tests pin the spec):
-//   - the ROCmFPX fork's own Q2 codebook is {-4,-1,+1,+4}, and an "affine" Lucebox
-//     build reads the two trailing bytes as scale + offset; the spec (and the writer
-//     of the DS4 ROCMFP2 files, per a public audit) uses {-1,0,1,2} with two
-//     half-block scales, which is what we decode.
-//   - one ROCmFPX version decodes the 6-bit code "negative zero" (0x20) as -32; the
-//     spec and the Lucebox CUDA reader decode it as 0, which we follow.
+//   Divergences found and NOT followed (the spec governs; the tests pin the spec):
+//   - the ROCmFPX fork's own Q2 codebook is {-4,-1,+1,+4}; builds with
+//     ROCMFP2_AFFINE read the two trailing bytes as scale + offset. The spec, and
+//     (per a public reader audit) the writer of the DS4 ROCMFP2 files, use
+//     {-1,0,1,2} with two half-block scales, which is what we decode.
+//   - one ROCmFPX version decodes the 6-bit "negative zero" (0x20) as -32; the
+//     spec and another public CUDA reader decode it as 0, which we follow.
 #pragma once
 #include <stdint.h>
 
