@@ -9,6 +9,8 @@ import click
 
 from ds4kit.reports import start_run
 
+_LARGE_BYTES = 16 << 30
+
 # CLI flag -> SynthConfig field, for the dimensions people change most; --set reaches every field.
 _DIM_FLAGS = {
     "layers": "n_layer", "embd": "n_embd", "heads": "n_head", "head_dim": "head_dim", "rope_dims": "n_rot",
@@ -50,11 +52,13 @@ def _dim_options(f):
                    "and ROCmFP 100 101 102 103 104 107.")
 @click.option("--drafter", "drafter_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write a DSpark drafter GGUF (deepseek4-dflash-draft) here.")
+@click.option("--allow-large", is_flag=True, help="Allow files over 16 GiB (the full preset is about 153 GiB).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: for files over 64 MB).")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Run folder for the report (default runs/model-synth-<utc>/).")
 def synth(out_gguf: Path, preset_name: str, seed: int, ratios: str | None, sets: tuple[str, ...],
-          type_pairs: tuple[str, ...], drafter_path: Path | None, progress: bool | None, out: Path | None,
+          type_pairs: tuple[str, ...], drafter_path: Path | None, allow_large: bool, progress: bool | None,
+          out: Path | None,
           **dims: int | None) -> None:
     """Write a synthetic DeepSeek V4 Flash GGUF of any dimensions, deterministic from --seed."""
     from ds4kit.synth import parse_override, preset, resolve_types, write_drafter, write_target
@@ -71,9 +75,12 @@ def synth(out_gguf: Path, preset_name: str, seed: int, ratios: str | None, sets:
             cfg = parse_override(cfg, key, value)
         types = resolve_types(dict(_pairs(type_pairs, "GROUP")))
         cfg.validate()
-        planned_bytes(cfg, types)
+        total = planned_bytes(cfg, types)
         if drafter_path is not None:
-            planned_bytes(cfg, types, drafter=True)
+            total += planned_bytes(cfg, types, drafter=True)
+        if total > _LARGE_BYTES and not allow_large:
+            raise ValueError(f"these files would hold {total / 2**30:.1f} GiB of tensors; "
+                             "pass --allow-large if you really want that")
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -35,6 +35,13 @@ class Written:
 
 def _model_kvs(arch: str, c: SynthConfig, *, n_layer: int, ratios: tuple[int, ...], hash_layers: int,
                per_layer_clamp: bool) -> list[G.KV]:
+    """Section-1 keys, typed as llama.cpp 0.3.36's loader demands (u32 counts, f32 reals, bool norm flag).
+
+    Beyond ds4-model.md's table, llama.cpp requires `context_length` and reads the YaRN setup from
+    `rope.scaling.type` = "yarn" + `rope.scaling.factor` / `original_context_length`; it takes
+    `swiglu_clamp_exp` as a scalar or per-layer array and `swiglu_clamp_shexp` optionally (written,
+    equal, as its converter does). It never reads yarn_beta_fast/slow from the file (its
+    defaults are the real 32/1); we write them for engines that do (Lucebox)."""
     p = arch + "."
     kvs = [
         G.u32(p + "context_length", c.context_length),
@@ -74,8 +81,10 @@ def _model_kvs(arch: str, c: SynthConfig, *, n_layer: int, ratios: tuple[int, ..
         G.f32(p + "rope.scaling.yarn_beta_slow", c.yarn_beta_slow),
         G.array(p + "attention.compress_ratios", G.T_UINT32, list(ratios)),
     ]
-    if per_layer_clamp:  # llama.cpp reads a scalar or a per-layer array; the real file has the array
+    if per_layer_clamp:  # llama.cpp reads a scalar or a per-layer array; its converter writes arrays
         kvs.append(G.array(p + "swiglu_clamp_exp", G.T_FLOAT32, [c.swiglu_clamp] * n_layer))
+        kvs.append(G.array(p + "swiglu_clamp_shexp", G.T_FLOAT32, [c.swiglu_clamp] * n_layer))
+        kvs.append(G.u32(p + "embedding_length_out", c.hc_count * c.n_embd))  # as llama.cpp's converter
     else:  # Lucebox's drafter loader reads a FLOAT32 scalar only (an array falls back to its default)
         kvs.append(G.f32(p + "swiglu_clamp_exp", c.swiglu_clamp))
     return kvs
@@ -100,8 +109,9 @@ def _tokenizer_kvs() -> list[G.KV]:
         G.u32("tokenizer.ggml.bos_token_id", tok.bos_id),
         G.u32("tokenizer.ggml.eos_token_id", tok.eos_id),
         G.u32("tokenizer.ggml.padding_token_id", tok.eos_id),  # tokenizer_config.json: pad = EOS
-        G.boolean("tokenizer.ggml.add_bos_token", True),
-        G.boolean("tokenizer.ggml.add_eos_token", False),
+        # false in the shipped tokenizer_config.json: the chat template writes BOS itself
+        G.boolean("tokenizer.ggml.add_bos_token", tok.add_bos),
+        G.boolean("tokenizer.ggml.add_eos_token", tok.add_eos),
     ]
 
 
@@ -160,7 +170,7 @@ def write_target(path: str | Path, cfg: SynthConfig, *, seed: int = 0, types: di
     kvs = ([G.string("general.architecture", TARGET_ARCH), G.string("general.name", f"ds4kit-synth-{cfg.name}")]
            + _model_kvs(TARGET_ARCH, cfg, n_layer=cfg.n_layer, ratios=cfg.ratios, hash_layers=cfg.hash_layers,
                         per_layer_clamp=True)
-           + _tokenizer_kvs() + _provenance(cfg, seed, tmap))
+           + (_tokenizer_kvs() if cfg.has_real_vocab else []) + _provenance(cfg, seed, tmap))
     rocm = sorted({v for v in tmap.values() if v.endswith(("ROCMFP4", "ROCMFP4_FAST", "ROCMFPX", "ROCMFP2"))})
     if rocm:
         warnings.append(f"ROCmFP types {rocm} are Lucebox-only: llama.cpp cannot load this file")

@@ -25,6 +25,8 @@ class TokenizerMeta:
     merges: tuple[str, ...]
     bos_id: int
     eos_id: int
+    add_bos: bool
+    add_eos: bool
     source: str
 
     @property
@@ -68,4 +70,8 @@ def load_tokenizer_meta(path: str | None = None) -> TokenizerMeta:
     for name in (BOS_TEXT, EOS_TEXT):
         if name not in ids:
             raise ValueError(f"{p}: special token {name!r} not found")
-    return TokenizerMeta(tuple(tokens), tuple(types), tuple(merges), ids[BOS_TEXT], ids[EOS_TEXT], str(p))
+    # like llama.cpp's converter (gguf.SpecialVocab): the BOS/EOS flags come from tokenizer_config.json
+    cfg_path = p.with_name("tokenizer_config.json")
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8")) if cfg_path.is_file() else {}
+    return TokenizerMeta(tuple(tokens), tuple(types), tuple(merges), ids[BOS_TEXT], ids[EOS_TEXT],
+                         bool(cfg.get("add_bos_token", False)), bool(cfg.get("add_eos_token", False)), str(p))
