@@ -92,6 +92,7 @@ class ReferenceSession:
         self._check_hparams()
         hp = self.hp
         self.pos = 0
+        self._swaps: set = set()
         self.trace = [[] for _ in range(hp.n_layer)] if trace else None
         self.layers: list[LayerState] = []
         for il in range(hp.n_layer):
@@ -139,9 +140,16 @@ class ReferenceSession:
 
     # -------------------------------------------------------------- one token
 
-    def step(self, token: int) -> np.ndarray:
+    def step(self, token: int, swaps=(), want_logits: bool = True):
+        """Run one token and return its logits (None with want_logits=False, which skips
+        the LM head, the slowest part with a real 129280-token vocab; the state advances
+        the same). `swaps` is for oracle comparisons only:
+        a set of (layer, "moe" | "idx") whose top-k boundary is flipped at this step
+        (the k-th choice replaced by the (k+1)-th), to follow another implementation
+        through a near-tie. The trace records each boundary's margin."""
         hp, w = self.hp, self.w
         p = self.pos
+        self._swaps = set(swaps)
         if p >= self.max_ctx:
             raise ValueError(f"context full: position {p} >= max_ctx {self.max_ctx}")
         if not 0 <= token < hp.n_vocab:
@@ -154,7 +162,7 @@ class ReferenceSession:
                 self.trace[il].append({"pos": p, "token": token})
             X = self._attention_sublayer(il, X, p)
             X = self._ffn_sublayer(il, X, token)
-        logits = self._output_head(X)
+        logits = self._output_head(X) if want_logits else None
         self.pos += 1
         return logits
 
@@ -280,7 +288,7 @@ class ReferenceSession:
         K_I = np.array(st.idx_rows[:n_c])                             # [n_c, d_i]
         scores = np.maximum(q_I @ K_I.T, 0.0).T @ w_h                # [n_c]
         self._record(il, indexer_scores=scores)
-        return np.sort(top_k_indices(scores, hp.idx_top_k))
+        return np.sort(self._top_k_decision(il, "idx", scores, hp.idx_top_k))
 
     # -------------------------------------------------------------------- MoE
 
@@ -295,7 +303,7 @@ class ReferenceSession:
             experts = w[b + "ffn_gate_tid2eid.weight"][token].astype(np.int64)
         else:
             # The bias only selects; the weights use the unbiased s.
-            experts = top_k_indices(s + w[b + "exp_probs_b.bias"], hp.n_expert_used)
+            experts = self._top_k_decision(il, "moe", s + w[b + "exp_probs_b.bias"], hp.n_expert_used)
         if np.any(experts < 0) or np.any(experts >= hp.n_expert):
             raise ReferenceFormatError(f"layer {il}: expert id outside 0..{hp.n_expert - 1}: {experts}")
         weights = s[experts]
@@ -313,6 +321,16 @@ class ReferenceSession:
         y += w[b + "ffn_down_shexp.weight"] @ act
         self._record(il, h2=h2, experts=experts, expert_weights=weights)
         return hc_post(y, X, split)
+
+    def _top_k_decision(self, il: int, kind: str, scores: np.ndarray, k: int) -> np.ndarray:
+        """Top-k (ties: lower index first, as D) and the margin between the k-th and the
+        (k+1)-th score, the size of the numeric difference that would flip the choice."""
+        order = top_k_indices(scores, k + 1)
+        if len(order) > k:
+            self._record(il, **{kind + "_margin": float(scores[order[k - 1]] - scores[order[k]])})
+            if (il, kind) in self._swaps:
+                return np.concatenate([order[:k - 1], order[k:k + 1]])
+        return order[:k]
 
     def _record(self, il: int, **values):
         if self.trace is not None:

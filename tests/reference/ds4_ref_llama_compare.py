@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ds4_numpy_reference import ReferenceSession
-from ds4_ref_numerics import softplus
 from ds4_ref_weights import Weights
 
 
@@ -41,25 +40,60 @@ def reference_logits(weights: Weights, tokens: list[int], **switches):
     return np.array([s.step(t) for t in tokens]), s
 
 
+def _near_ties(s: ReferenceSession, p: int, tie_margin: float) -> list[tuple[int, str]]:
+    out = []
+    for il in range(s.hp.n_layer):
+        rec = s.trace[il][p]
+        for kind in ("moe", "idx"):
+            if rec.get(kind + "_margin", np.inf) < tie_margin:
+                out.append((il, kind))
+    return out
+
+
+def reference_logits_following(weights: Weights, tokens: list[int], G: np.ndarray, tie_margin: float,
+                               **switches):
+    """Reference logits, resolving near-ties the way the other implementation did.
+
+    A top-k boundary (routed experts or indexer rows) whose margin is below tie_margin
+    can legitimately flip under float32 noise, and a flip changes that token's later-layer
+    KV, which later positions attend to; comparing past it measures the flip, not the
+    arithmetic. So at a position with near-ties the step is rerun with every combination
+    of those boundaries flipped, and the variant whose logits are closest to G[p] is kept.
+    Only boundaries with margin < tie_margin may be flipped.
+    Returns (logits [n, vocab], session, [(position, flipped boundaries), ...])."""
+    from itertools import combinations
+
+    s = ReferenceSession(weights, max_ctx=len(tokens), trace=True, **switches)
+    out, flips = [], []
+    for p, t in enumerate(tokens):
+        snap = s.snapshot()
+        logits = s.step(t)
+        ties = _near_ties(s, p, tie_margin)
+        if ties:
+            variants = [c for r in range(1, min(len(ties), 3) + 1) for c in combinations(ties, r)]
+            best, best_err = (), float(np.max(np.abs(logits - G[p])))
+            for v in variants:
+                s.restore(snap)
+                err = float(np.max(np.abs(s.step(t, swaps=v) - G[p])))
+                if err < best_err:
+                    best, best_err = v, err
+            s.restore(snap)
+            logits = s.step(t, swaps=best)
+            if best:
+                flips.append((p, best))
+        out.append(logits)
+    return np.array(out), s, flips
+
+
 def decision_margins(weights: Weights, s: ReferenceSession) -> np.ndarray:
     """Smallest margin, over layers, of the discrete choices the reference made at each
-    position: routed top-k (k-th minus (k+1)-th biased score) and indexer top-k
-    (k-th minus (k+1)-th indexer score). A small margin means a tiny numeric
-    difference may legitimately flip the choice."""
-    hp = weights.hp
+    position: routed top-k and indexer top-k (k-th minus (k+1)-th score)."""
     n = s.pos
     out = np.full(n, np.inf)
-    for il in range(hp.n_layer):
-        b = f"blk.{il}."
+    for il in range(weights.hp.n_layer):
         for p in range(n):
             rec = s.trace[il][p]
-            if il >= hp.n_hash_layers:
-                sel = np.sqrt(softplus(weights[b + "ffn_gate_inp.weight"] @ rec["h2"])) + weights[b + "exp_probs_b.bias"]
-                x = np.sort(sel)[::-1]
-                out[p] = min(out[p], x[hp.n_expert_used - 1] - x[hp.n_expert_used])
-            if "indexer_scores" in rec:
-                x = np.sort(rec["indexer_scores"])[::-1]
-                out[p] = min(out[p], x[hp.idx_top_k - 1] - x[hp.idx_top_k])
+            out[p] = min(out[p], rec.get("moe_margin", np.inf), rec.get("idx_margin", np.inf))
     return out
 
 

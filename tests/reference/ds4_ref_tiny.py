@@ -25,7 +25,9 @@ def tiny_hparams(**over) -> Hparams:
     return Hparams(**hp)
 
 
-def tiny_weights(seed: int = 0, **over) -> Weights:
+def tiny_weights(seed: int = 0, ffn_gain: float = 1.0, **over) -> Weights:
+    """ffn_gain scales the expert and shared gate/up projections; ~6 makes the
+    SwiGLU clamp at 10 bite on a fair share of values."""
     hp = tiny_hparams(**over)
     rng = np.random.default_rng(seed)
 
@@ -59,12 +61,13 @@ def tiny_weights(seed: int = 0, **over) -> Weights:
             b + "attn_output_b.weight": mat(E, hp.o_groups * hp.o_lora_rank),
             b + "ffn_norm.weight": near_one(E),
             b + "ffn_gate_inp.weight": mat(hp.n_expert, E),
-            b + "ffn_gate_exps.weight": rng.standard_normal((hp.n_expert, hp.n_ff_exp, E)) / np.sqrt(E),
-            b + "ffn_up_exps.weight": rng.standard_normal((hp.n_expert, hp.n_ff_exp, E)) / np.sqrt(E),
-            b + "ffn_down_exps.weight": rng.standard_normal((hp.n_expert, E, hp.n_ff_exp)) / np.sqrt(hp.n_ff_exp),
-            b + "ffn_gate_shexp.weight": mat(hp.n_ff_exp, E),
-            b + "ffn_up_shexp.weight": mat(hp.n_ff_exp, E),
-            b + "ffn_down_shexp.weight": mat(E, hp.n_ff_exp),
+            b + "ffn_gate_exps.weight": rng.standard_normal((hp.n_expert, hp.n_ff_exp, E)) * ffn_gain / np.sqrt(E),
+            b + "ffn_up_exps.weight": rng.standard_normal((hp.n_expert, hp.n_ff_exp, E)) * ffn_gain / np.sqrt(E),
+            b + "ffn_down_exps.weight": rng.standard_normal((hp.n_expert, E, hp.n_ff_exp))
+            / (ffn_gain ** 2 * np.sqrt(hp.n_ff_exp)),
+            b + "ffn_gate_shexp.weight": mat(hp.n_ff_exp, E, ffn_gain),
+            b + "ffn_up_shexp.weight": mat(hp.n_ff_exp, E, ffn_gain),
+            b + "ffn_down_shexp.weight": mat(E, hp.n_ff_exp, 1.0 / ffn_gain ** 2),
         })
         for s in ("attn", "ffn"):
             t[b + f"hc_{s}_fn.weight"] = mat(n_mix, hp.n_hc * E, 0.5)

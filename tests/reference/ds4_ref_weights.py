@@ -179,6 +179,12 @@ def load_weights(path) -> Weights:
     path = str(path)
     try:
         reader = gguf.GGUFReader(path)
+    except ValueError as exc:
+        if "GGMLQuantizationType" in str(exc):
+            # gguf-py stops at the first tensor of a type it does not know (e.g. ROCmFP 100-107).
+            raise ReferenceFormatError(f"{path}: a tensor has a type gguf-py cannot read ({exc}); the "
+                                       f"reference supports standard ggml types only") from exc
+        raise ReferenceFormatError(f"{path}: not a readable GGUF ({exc})") from exc
     except Exception as exc:  # gguf-py raises assorted errors on bad files
         raise ReferenceFormatError(f"{path}: not a readable GGUF ({exc})") from exc
     hp = read_hparams(reader, path)

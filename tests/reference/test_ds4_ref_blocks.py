@@ -106,7 +106,9 @@ def test_yarn_equals_plain_rope_where_the_ramp_says_so():
     # Inside the ramp the angle lies strictly between the two.
     pos = 1000
     mid = (i > lo) & (i < hi)
-    a, ext, inter = rope_angles(pos, SPEC_YARN)[mid], rope_angles(pos, PLAIN_160K)[mid], rope_angles(pos / 16, PLAIN_160K)[mid]
+    a = rope_angles(pos, SPEC_YARN)[mid]
+    ext = rope_angles(pos, PLAIN_160K)[mid]
+    inter = rope_angles(pos / 16, PLAIN_160K)[mid]
     assert np.all((a < ext) & (a > inter))
 
 
@@ -129,7 +131,8 @@ def test_e4m3_rounding_by_hand():
 
 
 def test_fp8_round_trip_blocks_and_power_of_two_scale():
-    # Block 0: amax = 1 -> scale 2^ceil(log2(1/448)) = 2^-8; 1.0/2^-8 = 256 exact, 0.3/2^-8 = 76.8 -> 80 (step 8 in [64,128)).
+    # Block 0: amax = 1 -> scale 2^ceil(log2(1/448)) = 2^-8; 1.0/2^-8 = 256 exact,
+    # 0.3/2^-8 = 76.8 -> 80 (step 8 in [64,128)).
     b0 = np.zeros(64); b0[0], b0[1] = 1.0, 0.3
     # Block 1: all tiny, amax floored to 1e-4 -> scale 2^-22; 1e-6/2^-22 = 4.194 -> 4.0 (step 0.5).
     b1 = np.full(64, 1e-6)
@@ -198,7 +201,8 @@ def test_top_k_selects_largest_and_breaks_ties_low_index_first():
 
 def test_softplus_is_stable_and_exact():
     x = np.array([-800.0, -20.0, 0.0, 3.0, 800.0])
-    np.testing.assert_allclose(softplus(x), [0.0, math.log1p(math.exp(-20)), math.log(2), math.log1p(math.exp(3)), 800.0])
+    want = [0.0, math.log1p(math.exp(-20)), math.log(2), math.log1p(math.exp(3)), 800.0]
+    np.testing.assert_allclose(softplus(x), want)
 
 
 def test_clamped_swiglu_by_hand():

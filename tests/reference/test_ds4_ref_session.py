@@ -237,3 +237,18 @@ def test_rewind_needs_the_whole_state():
     s.pos = snap[0]                                 # naive rewind: position only
     naive = np.array([s.step(t) for t in toks[41:]])
     assert np.max(np.abs(naive - np.array(want))) > 1e-3
+
+
+def test_skipping_logits_keeps_the_state_identical():
+    w = tiny_weights(seed=5)
+    toks = _tokens(30, w.hp.n_vocab, seed=6)
+    a = ReferenceSession(w, max_ctx=40)
+    b = ReferenceSession(w, max_ctx=40)
+    for i, t in enumerate(toks):
+        la = a.step(t)
+        lb = b.step(t, want_logits=(i % 7 == 0))
+        if i % 7 == 0:
+            np.testing.assert_array_equal(la, lb)
+        else:
+            assert lb is None
+    np.testing.assert_array_equal(a.step(1), b.step(1))

@@ -46,7 +46,8 @@ def test_tensors_keep_names_shapes_and_values(written):
         elif name in ("output.weight", "blk.1.attn_kv.weight"):
             np.testing.assert_array_equal(got, arr.astype(np.float16).astype(np.float64))
         else:
-            np.testing.assert_array_equal(got, arr.astype(np.float32).astype(np.float64) if arr.dtype.kind == "f" else arr)
+            want = arr.astype(np.float32).astype(np.float64) if arr.dtype.kind == "f" else arr
+            np.testing.assert_array_equal(got, want)
 
 
 def _minimal_gguf(path, arch="deepseek4", keys=None):
