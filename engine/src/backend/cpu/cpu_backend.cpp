@@ -260,7 +260,10 @@ public:
                        const std::vector<std::pair<int64_t, int64_t>>& uses) {
             const int64_t m = (int64_t)uses.size();
             std::vector<float> x((size_t)(m * E)), gate((size_t)(m * F)), up((size_t)(m * F)), out((size_t)(m * E));
-            for (int64_t j = 0; j < m; ++j) std::copy(h + uses[(size_t)j].first * E, h + (uses[(size_t)j].first + 1) * E, x.begin() + j * E);
+            for (int64_t j = 0; j < m; ++j) {
+                const float* hj = h + uses[(size_t)j].first * E;
+                std::copy(hj, hj + E, x.begin() + j * E);
+            }
             matmul(wg, 0, F, x.data(), E, (int)m, gate.data(), F);
             matmul(wu, 0, F, x.data(), E, (int)m, up.data(), F);
             for (int64_t i = 0; i < m * F; ++i) gate[(size_t)i] = clamped_swiglu(gate[(size_t)i], up[(size_t)i], c);
@@ -277,8 +280,8 @@ public:
         }
         for (size_t e = 0; e < by_expert.size(); ++e) {
             if (by_expert[e].empty()) continue;
-            run(lw.ffn_gate_exps.expert((int64_t)e), lw.ffn_up_exps.expert((int64_t)e), lw.ffn_down_exps.expert((int64_t)e),
-                clamp, by_expert[e]);
+            const int64_t id = (int64_t)e;
+            run(lw.ffn_gate_exps.expert(id), lw.ffn_up_exps.expert(id), lw.ffn_down_exps.expert(id), clamp, by_expert[e]);
         }
         std::vector<std::pair<int64_t, int64_t>> all((size_t)n_tokens);
         for (int64_t i = 0; i < n_tokens; ++i) all[(size_t)i] = {i, K};
@@ -287,8 +290,9 @@ public:
         for (int64_t i = 0; i < n_tokens; ++i) {
             for (int64_t d = 0; d < E; ++d) {
                 double acc = 0.0;
-                for (int64_t k = 0; k < K; ++k) acc += (double)weights[i * K + k] * (double)down[(size_t)((i * (K + 1) + k) * E + d)];
-                acc += (double)down[(size_t)((i * (K + 1) + K) * E + d)];
+                const float* slots = down.data() + i * (K + 1) * E + d;  // slot k at slots[k * E]
+                for (int64_t k = 0; k < K; ++k) acc += (double)weights[i * K + k] * (double)slots[k * E];
+                acc += (double)slots[K * E];
                 y[i * E + d] = (float)acc;
             }
         }
