@@ -93,7 +93,15 @@ void bind_gguf(py::module_& m) {
             return "<GGUFTensor " + t.name + " " + t.type_name + " " + py::str(shape_of(t)).cast<std::string>() + ">";
         });
 
-    py::class_<GGUFFile>(m, "GGUFFile", "Read-only, memory-mapped GGUF file (versions 2 and 3)")
+    py::class_<GGUFFile>(m, "GGUFFile",
+                         "Read-only, memory-mapped GGUF file (versions 2 and 3), validated at open.\n\n"
+                         "metadata: dict in file order; integers -> int, floats -> float, BOOL -> bool,\n"
+                         "STRING -> str (invalid UTF-8 is a FormatError), numeric arrays -> numpy arrays\n"
+                         "(copies, little-endian dtype of the GGUF type), string arrays -> list[str],\n"
+                         "arrays of arrays -> list. tensor shapes are in ggml ne order (innermost first).\n"
+                         "tensor_data(name) is a zero-copy read-only uint8 view that keeps the file mapped.\n"
+                         "Errors: FormatError (malformed), UnsupportedError (version, tensor type),\n"
+                         "ArgumentError (cannot open; unknown tensor name).")
         .def(py::init<const std::string&>(), py::arg("path"), py::call_guard<py::gil_scoped_release>())
         .def_property_readonly("path", &GGUFFile::path)
         .def_property_readonly("version", &GGUFFile::version)

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if os.environ.get("DS4KIT_TEST_INSTALLED") != "1":  # same rule as tests/conftest.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ds4kit import _engine  # noqa: E402
 import gguf_mutator  # noqa: E402

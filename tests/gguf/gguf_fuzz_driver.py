@@ -66,9 +66,9 @@ def run_fuzz(seed_dir: Path, work_dir: Path, n_cases: int, hang_s: float = 10.0,
             break
         # Died (signal, abort, sanitizer) or hung at case `where`: count the cases
         # before it as parsed, note it, and carry on after it.
+        if where < start:  # died before its first case: a broken setup, not a finding
+            raise RuntimeError(f"fuzz child failed to start (exit {proc.returncode}):\n{text[-2000:]}")
         res.restarts += 1
-        if where < start:
-            where = start  # died before its first case (import failure): blame the first
         res.cases += where - start + 1
         if proc.returncode == -9 and time.monotonic() - last_change > hang_s:
             res.hangs.append(where)
