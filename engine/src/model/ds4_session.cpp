@@ -55,11 +55,9 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
         if (st.ratio) {
             const int64_t c = st.ratio == 4 ? 2 : 1;
             st.comp = fresh_compressor(st.ratio, c * hp.head_dim);
-            st.comp_rows.assign((size_t)(opt_.max_ctx / st.ratio * hp.head_dim), 0);
         }
         if (st.ratio == 4) {
             st.idx_comp = fresh_compressor(4, 2 * hp.idx_head_dim);
-            st.idx_rows.assign((size_t)(opt_.max_ctx / 4 * hp.idx_head_dim), 0);
         }
         layers_.push_back(std::move(st));
     }
@@ -201,12 +199,14 @@ void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, s
             // The compressors run before attention: a row completed at p is visible at p.
             if (compressor_step(il, st.comp, lw.comp_ape, lv.comp_norm, D, kappa.data() + i * C,
                                 gate.data() + i * C, p, false, row.data())) {
+                st.comp_rows.resize((size_t)((st.n_comp + 1) * D));  // grows with the context used
                 store_f16(row.data(), D, st.comp_rows.data() + st.n_comp * D);
                 ++st.n_comp;
             }
             if (r == 4) {
                 if (compressor_step(il, st.idx_comp, lw.idx_comp_ape, lv.idx_comp_norm, di,
                                     ikappa.data() + i * 2 * di, igate.data() + i * 2 * di, p, true, row.data())) {
+                    st.idx_rows.resize((size_t)((st.n_idx + 1) * di));
                     store_f16(row.data(), di, st.idx_rows.data() + st.n_idx * di);
                     ++st.n_idx;
                 }
