@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "common/error.h"
 #include "model/ds4_model.h"
+#include "backend/cpu/cpu_numerics.h"
 #include "model/ds4_session.h"
 
 namespace {
@@ -17,6 +18,21 @@ py::array_t<float> to_array(std::vector<float>&& v, std::vector<py::ssize_t> sha
     auto* heap = new std::vector<float>(std::move(v));
     py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<float>*>(p); });
     return py::array_t<float>(shape, heap->data(), owner);
+}
+
+// Token ids arrive as Python ints of any size; anything outside int32 is reported
+// as the bad token it is (the session then names the vocabulary limit).
+std::vector<int32_t> token_ids(const std::vector<int64_t>& tokens) {
+    std::vector<int32_t> out;
+    out.reserve(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] < INT32_MIN || tokens[i] > INT32_MAX) {
+            throw ds4::ArgumentError("token id " + std::to_string(tokens[i]) + " (at index " + std::to_string(i) +
+                                     ") is outside the 32-bit range of token ids");
+        }
+        out.push_back((int32_t)tokens[i]);
+    }
+    return out;
 }
 
 py::dict hparams_dict(const ds4::Ds4Hparams& hp) {
@@ -61,7 +77,54 @@ py::dict hparams_dict(const ds4::Ds4Hparams& hp) {
 
 }  // namespace
 
+using F32In = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+// The CPU backend's scalar numerics, exposed (underscore names) so tests can check them
+// element by element against the float64 reference and numpy.
+static void bind_numerics(py::module_& m) {
+    auto copy = [](const F32In& x) {
+        py::array_t<float> out(x.size());
+        std::copy(x.data(), x.data() + x.size(), out.mutable_data());
+        return out;
+    };
+    m.def("_fp8_e4m3_round_trip", [copy](const F32In& x) {
+        auto out = copy(x);
+        ds4::fp8_e4m3_round_trip(out.mutable_data(), out.size());
+        return out;
+    });
+    m.def("_fp4_e2m1_round_trip", [copy](const F32In& x) {
+        if (x.size() % 32) throw ds4::ArgumentError("FP4 round trip needs a multiple of 32 values");
+        auto out = copy(x);
+        ds4::fp4_e2m1_round_trip(out.mutable_data(), out.size());
+        return out;
+    });
+    m.def("_f32_to_f16_bits", [](const F32In& x) {
+        py::array_t<uint16_t> out(x.size());
+        for (py::ssize_t i = 0; i < x.size(); ++i) out.mutable_data()[i] = ds4::f32_to_f16(x.data()[i]);
+        return out;
+    });
+    m.def("_hadamard", [](const std::vector<double>& x) {
+        if (x.empty() || (x.size() & (x.size() - 1))) throw ds4::ArgumentError("Hadamard needs a power-of-two length");
+        std::vector<double> y(x);
+        ds4::hadamard_inplace(y.data(), (int64_t)y.size());
+        return y;
+    });
+    m.def("_rope_angles", [](double pos, int64_t n_rot, double base, double freq_scale, double ext_factor,
+                             int64_t n_ctx_orig, double beta_fast, double beta_slow) {
+        ds4::RopeSpec r;
+        r.n_rot = n_rot;
+        r.freq_base = base;
+        r.freq_scale = freq_scale;
+        r.ext_factor = ext_factor;
+        r.n_ctx_orig = n_ctx_orig;
+        r.beta_fast = beta_fast;
+        r.beta_slow = beta_slow;
+        return ds4::rope_angles(pos, r);
+    });
+}
+
 void bind_model(py::module_& m) {
+    bind_numerics(m);
     using ds4::Ds4Model;
     using ds4::Ds4Session;
     py::class_<Ds4Session>(m, "Session", "Sequential state of one sequence (ring, compressed rows, position)")
@@ -72,13 +135,11 @@ void bind_model(py::module_& m) {
         .def(
             "decode",
             [](Ds4Session& s, int64_t token) {
-                if (token < INT32_MIN || token > INT32_MAX) {
-                    throw ds4::ArgumentError("token id " + std::to_string(token) + " does not fit 32 bits");
-                }
+                const int32_t id = token_ids({token})[0];
                 std::vector<float> out;
                 {
                     py::gil_scoped_release nogil;
-                    out = s.decode((int32_t)token);
+                    out = s.decode(id);
                 }
                 const auto n = (py::ssize_t)out.size();
                 return to_array(std::move(out), {n});
@@ -86,7 +147,8 @@ void bind_model(py::module_& m) {
             py::arg("token"), "Logits (float32 [n_vocab]) of one token")
         .def(
             "verify",
-            [](Ds4Session& s, const std::vector<int32_t>& tokens) {
+            [](Ds4Session& s, const std::vector<int64_t>& tokens64) {
+                const std::vector<int32_t> tokens = token_ids(tokens64);
                 std::vector<float> out;
                 {
                     py::gil_scoped_release nogil;
@@ -99,7 +161,8 @@ void bind_model(py::module_& m) {
             py::arg("tokens"), "Logits of every token (float32 [q, n_vocab]); rows equal one-by-one decode")
         .def(
             "prefill",
-            [](Ds4Session& s, const std::vector<int32_t>& tokens, const std::string& mode) {
+            [](Ds4Session& s, const std::vector<int64_t>& tokens64, const std::string& mode) {
+                const std::vector<int32_t> tokens = token_ids(tokens64);
                 if (mode != "exact" && mode != "batched") {
                     throw ds4::ArgumentError("prefill mode '" + mode + "' is not one of 'exact', 'batched'");
                 }

@@ -69,3 +69,21 @@ def tokens(n: int, vocab: int, seed: int) -> list[int]:
 
 def tmp_dir() -> Path:
     return _TMP
+
+
+# Vocabulary of the engine-case files: shape-only (no tokenizer), small so the float64
+# reference's LM head and gguf-py's loading stay fast; the structure is what is tested.
+CASE_VOCAB = 1024
+
+
+@functools.lru_cache(maxsize=None)
+def engine_case_path(name: str) -> Path:
+    """One of the reference's three engine-test configurations (tests/reference/
+    ds4_ref_engine_configs.py) written by ds4kit.synth with its default quant mix."""
+    from ds4_ref_engine_configs import ENGINE_CASES, config_of
+    from ds4kit.synth import write_target
+
+    case = next(c for c in ENGINE_CASES if c.name == name)
+    path = _TMP / f"case-{name}.gguf"
+    write_target(path, config_of(case).replace(vocab_size=CASE_VOCAB), seed=case.seed)
+    return path

@@ -8,7 +8,7 @@ position 127, and indexer top-k selection."""
 import numpy as np
 import pytest
 
-from engine_fixtures import ref_tiny_path, synth_tiny_path, tokens
+from engine_fixtures import engine_case_path, ref_tiny_path, synth_tiny_path, tokens
 
 from ds4kit import _engine
 from ds4kit.engine.session import Model
@@ -66,9 +66,25 @@ def test_prefill_modes_and_continuation(decoded):
     model = Model.load(ref_tiny_path(), threads=2)
     for mode in ("exact", "batched"):
         s = model.session(N_TOKENS)
-        last = s.prefill(toks[:130], mode=mode)
+        s.decode(toks[0])            # start unaligned, so batched blocks get cut at ratio-4 boundaries
+        last = s.prefill(toks[1:130], mode=mode)
         assert s.pos == 130
         assert np.array_equal(last, want[129]), mode
         # Decoding after a prefill continues exactly where one-by-one decode would be.
         assert np.array_equal(s.decode(toks[130]), want[130]), mode
         assert np.array_equal(s.verify(toks[131:136]), want[131:136]), mode
+
+
+def test_verify_equals_decode_on_window128_case_with_and_without_roundings():
+    """The real window (128) wraps and ratio-128 rows complete inside verify blocks."""
+    path = engine_case_path("window128")
+    n = 300
+    model = _engine.Model(str(path), threads=2)
+    toks = tokens(n, model.hparams["n_vocab"], seed=23)
+    for fp8 in (True, False):
+        s = model.session(n, fp8_kv=fp8, indexer_fp4=fp8)
+        want = np.stack([s.decode(t) for t in toks])
+        for width in (3, 8):
+            s = model.session(n, fp8_kv=fp8, indexer_fp4=fp8)
+            got = np.concatenate([s.verify(toks[i:i + width]) for i in range(0, n, width)])
+            assert np.array_equal(got, want), f"fp8={fp8}, width {width}"

@@ -89,6 +89,8 @@ def test_bad_tokens_and_context_overflow():
             s.decode(bad)
     with pytest.raises(_engine.ArgumentError, match=rf"token id {V} \(at index 1\)"):
         s.verify([0, V, 1])
+    with pytest.raises(_engine.ArgumentError, match=r"token id 4294967296 \(at index 2\)"):
+        s.prefill(np.array([0, 1, 2**32]), mode="exact")
     assert s.pos == 0  # a rejected call leaves the state alone
     first = s.verify([1, 2, 3])
     with pytest.raises(_engine.ArgumentError, match=r"context overflow: position 3 \+ 2 tokens exceeds max_ctx 4"):
@@ -113,3 +115,25 @@ def test_bad_arguments():
         s.verify([])
     with pytest.raises(_engine.ArgumentError, match="max_ctx must be at least 1, got 0"):
         model.session(max_ctx=0)
+
+
+def test_type_without_kernels_is_named():
+    # Q5_0 is a valid ggml type the engine has no dot kernel for.
+    w = ref_tiny_weights()
+    path = str(tmp_dir() / "q5_0.gguf")
+    from ds4_ref_gguf_writer import write_gguf
+
+    write_gguf(w, path, qtypes={"blk.2.ffn_up_shexp.weight": gguf.GGMLQuantizationType.Q5_0})
+    with pytest.raises(_engine.UnsupportedError, match=r"blk\.2\.ffn_up_shexp\.weight.*Q5_0"):
+        _engine.Model(path)
+
+
+def test_hash_routing_table_out_of_range_is_named():
+    w = ref_tiny_weights()
+    table = w.tensors["blk.0.ffn_gate_tid2eid.weight"].copy()
+    table[7, 1] = w.hp.n_expert          # token 7 routes to an expert that does not exist
+    w.tensors["blk.0.ffn_gate_tid2eid.weight"] = table
+    path = _write(w, "bad-tid2eid.gguf")
+    # Checked at load time, so a forward pass never fails half-way through.
+    with pytest.raises(_engine.FormatError, match=rf"ffn_gate_tid2eid\.weight' maps token 7 to expert {w.hp.n_expert}"):
+        _engine.Model(path)

@@ -96,10 +96,12 @@ public:
     virtual void attention(const float* Q, int64_t n_head, int64_t D, const KeyRows& keys, const float* sinks,
                            float* O) = 0;
 
-    // Routed experts plus the shared expert of one token:
-    // y = sum_k weights[k] * down_e(swiglu(gate_e h, up_e h)) + down_sh(swiglu(...)).
-    virtual void moe(const Ds4LayerWeights& lw, const float* h, const int32_t* experts, const float* weights,
-                     int64_t n_used, double clamp, double clamp_shared, float* y) = 0;
+    // Routed experts plus the shared expert of n_tokens tokens (h: [n_tokens][E]):
+    // y_i = sum_k weights[i*K+k] * down_e(swiglu(gate_e h_i, up_e h_i)) + down_sh(swiglu(...)),
+    // e = experts[i*K+k]. Each y_i is bitwise independent of the other tokens: tokens may
+    // share an expert's matmul as columns, and y_i accumulates in k order, shared expert last.
+    virtual void moe(const Ds4LayerWeights& lw, const float* h, int64_t n_tokens, const int32_t* experts,
+                     const float* weights, int64_t n_used, double clamp, double clamp_shared, float* y) = 0;
 };
 
 // CPU backend; threads <= 0 means the hardware concurrency.

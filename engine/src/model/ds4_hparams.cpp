@@ -173,26 +173,35 @@ Ds4Hparams read_ds4_hparams(const GGUFFile& f) {
     }
 
     // Structure checks: what the forward pass assumes.
-    if (hp.n_head_kv != 1) k.fail("attention.head_count_kv", "is " + std::to_string(hp.n_head_kv) + "; DeepSeek V4 has one latent KV head");
+    auto S = [](int64_t v) { return std::to_string(v); };
+    if (hp.n_head_kv != 1) {
+        k.fail("attention.head_count_kv", "is " + S(hp.n_head_kv) + "; DeepSeek V4 has one latent KV head");
+    }
     if (hp.n_head % hp.o_groups) {
-        k.fail("attention.output_group_count", "is " + std::to_string(hp.o_groups) + ", which does not divide head_count " + std::to_string(hp.n_head));
+        k.fail("attention.output_group_count",
+               "is " + S(hp.o_groups) + ", which does not divide head_count " + S(hp.n_head));
     }
     if (hp.n_rot % 2 || hp.n_rot > hp.head_dim) {
-        k.fail("rope.dimension_count", "is " + std::to_string(hp.n_rot) + "; it must be even and at most key_length " + std::to_string(hp.head_dim));
+        k.fail("rope.dimension_count",
+               "is " + S(hp.n_rot) + "; it must be even and at most key_length " + S(hp.head_dim));
     }
     if (hp.expert_gating_func != kGatingSqrtSoftplus) {
-        k.fail("expert_gating_func", "is " + std::to_string(hp.expert_gating_func) + "; DeepSeek V4 uses sqrt(softplus) (4)");
+        k.fail("expert_gating_func", "is " + S(hp.expert_gating_func) + "; DeepSeek V4 uses sqrt(softplus) (4)");
     }
     if (hp.n_expert_used > hp.n_expert) {
-        k.fail("expert_used_count", "is " + std::to_string(hp.n_expert_used) + ", more than expert_count " + std::to_string(hp.n_expert));
+        k.fail("expert_used_count", "is " + S(hp.n_expert_used) + ", more than expert_count " + S(hp.n_expert));
     }
-    if (hp.n_expert_shared != 1) k.fail("expert_shared_count", "is " + std::to_string(hp.n_expert_shared) + "; this engine supports exactly one shared expert");
-    if (hp.n_hash_layers > hp.n_layer) k.fail("hash_layer_count", "is " + std::to_string(hp.n_hash_layers) + ", more than block_count");
+    if (hp.n_expert_shared != 1) {
+        k.fail("expert_shared_count", "is " + S(hp.n_expert_shared) + "; this engine supports exactly one shared expert");
+    }
+    if (hp.n_hash_layers > hp.n_layer) {
+        k.fail("hash_layer_count", "is " + S(hp.n_hash_layers) + ", more than block_count");
+    }
     if (hp.idx_head_dim & (hp.idx_head_dim - 1)) {
-        k.fail("attention.indexer.key_length", "is " + std::to_string(hp.idx_head_dim) + "; the Hadamard transform needs a power of two");
+        k.fail("attention.indexer.key_length", "is " + S(hp.idx_head_dim) + "; the Hadamard transform needs a power of two");
     }
     if (hp.idx_head_dim < hp.n_rot) {
-        k.fail("attention.indexer.key_length", "is " + std::to_string(hp.idx_head_dim) + ", smaller than rope.dimension_count");
+        k.fail("attention.indexer.key_length", "is " + S(hp.idx_head_dim) + ", smaller than rope.dimension_count");
     }
     if (hp.yarn_factor > 1.0 && hp.yarn_orig_ctx <= 0) {
         k.fail("rope.scaling.original_context_length", "is missing or 0, but YaRN (rope.scaling.factor " +

@@ -55,11 +55,9 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
         if (st.ratio) {
             const int64_t c = st.ratio == 4 ? 2 : 1;
             st.comp = fresh_compressor(st.ratio, c * hp.head_dim);
-            st.comp_rows.assign((size_t)(opt_.max_ctx / st.ratio * hp.head_dim), 0);
         }
         if (st.ratio == 4) {
             st.idx_comp = fresh_compressor(4, 2 * hp.idx_head_dim);
-            st.idx_rows.assign((size_t)(opt_.max_ctx / 4 * hp.idx_head_dim), 0);
         }
         layers_.push_back(std::move(st));
     }
@@ -93,11 +91,16 @@ std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool 
     check_tokens(tokens.data(), (int64_t)tokens.size());  // fail before any state changes
     const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : kPrefillBlock;
     std::vector<float> logits;
-    for (int64_t b = 0; b < n; b += block) {
-        const int64_t len = std::min(block, n - b);
+    for (int64_t b = 0; b < n;) {
+        int64_t len = std::min(block, n - b);
+        // Blocks other than the last end on a ratio-4 compressor boundary, where D and
+        // L split batches. This forward is exact for any split; the rule keeps the split
+        // points where a fused GPU compressor will need them.
+        if (b + len < n && (pos_ + len) % 4 != 0 && len > (pos_ + len) % 4) len -= (pos_ + len) % 4;
         std::vector<bool> want((size_t)len, false);
         if (b + len == n) want.back() = true;  // only the last token's logits are returned
         forward(tokens.data() + b, len, want, logits);
+        b += len;
     }
     return logits;
 }
@@ -126,6 +129,8 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const std::vector<boo
         if (want_logits[(size_t)i]) rows.push_back(i);
     }
     const int64_t m = (int64_t)rows.size();
+    pos_ += n;
+    if (m == 0) return;  // a prefill block whose logits nobody reads skips the LM head
     std::vector<float> e((size_t)(m * E));
     for (int64_t k = 0; k < m; ++k) {
         be.hc_head(X.data() + rows[(size_t)k] * HC * E, HC, E, w.output_hc_fn, model_->output_hc_scale(),
@@ -135,7 +140,6 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const std::vector<boo
     const size_t off = logits.size();
     logits.resize(off + (size_t)(m * hp.n_vocab));
     be.matmul(w.output, 0, hp.n_vocab, e.data(), E, (int)m, logits.data() + off, hp.n_vocab);
-    pos_ += n;
 }
 
 void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, std::vector<float>& X) {
@@ -195,12 +199,14 @@ void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, s
             // The compressors run before attention: a row completed at p is visible at p.
             if (compressor_step(il, st.comp, lw.comp_ape, lv.comp_norm, D, kappa.data() + i * C,
                                 gate.data() + i * C, p, false, row.data())) {
+                st.comp_rows.resize((size_t)((st.n_comp + 1) * D));  // grows with the context used
                 store_f16(row.data(), D, st.comp_rows.data() + st.n_comp * D);
                 ++st.n_comp;
             }
             if (r == 4) {
                 if (compressor_step(il, st.idx_comp, lw.idx_comp_ape, lv.idx_comp_norm, di,
                                     ikappa.data() + i * 2 * di, igate.data() + i * 2 * di, p, true, row.data())) {
+                    st.idx_rows.resize((size_t)((st.n_idx + 1) * di));
                     store_f16(row.data(), di, st.idx_rows.data() + st.n_idx * di);
                     ++st.n_idx;
                 }
@@ -311,41 +317,36 @@ void Ds4Session::ffn_layer(int64_t il, const int32_t* tokens, int64_t n, std::ve
     std::vector<float> gl((size_t)(n * NX));
     be.matmul(lw.ffn_gate_inp, 0, NX, h2.data(), E, (int)n, gl.data(), NX);
 
-    std::vector<float> y((size_t)E), Xi((size_t)(HC * E));
+    // Routing per token.
+    std::vector<int32_t> experts((size_t)(n * K));
+    std::vector<float> weights((size_t)(n * K));
     for (int64_t i = 0; i < n; ++i) {
+        int32_t* ex = experts.data() + i * K;
         std::vector<double> s((size_t)NX);
         for (int64_t e = 0; e < NX; ++e) s[(size_t)e] = std::sqrt(softplus(gl[(size_t)(i * NX + e)]));
-        std::vector<int32_t> experts((size_t)K);
         if (il < hp.n_hash_layers) {
-            const int32_t* ids = reinterpret_cast<const int32_t*>(lw.ffn_gate_tid2eid.row(tokens[i]));
-            for (int64_t k = 0; k < K; ++k) {
-                int32_t id;
-                std::memcpy(&id, ids + k, 4);
-                if (id < 0 || id >= NX) {
-                    throw FormatError(model_->path() + ": tensor '" + lw.ffn_gate_tid2eid.name + "' maps token " +
-                                      std::to_string(tokens[i]) + " to expert " + std::to_string(id) +
-                                      ", outside 0.." + std::to_string(NX - 1));
-                }
-                experts[(size_t)k] = id;
-            }
+            // Expert ids were range-checked when the model was loaded.
+            std::memcpy(ex, lw.ffn_gate_tid2eid.row(tokens[i]), (size_t)K * 4);
         } else {
             // The bias only selects; the weights use the unbiased s.
             std::vector<double> biased(s);
             for (int64_t e = 0; e < NX; ++e) biased[(size_t)e] += lv.exp_probs_b[(size_t)e];
             const std::vector<int64_t> top = top_k(biased, K);
-            for (int64_t k = 0; k < K; ++k) experts[(size_t)k] = (int32_t)top[(size_t)k];
+            for (int64_t k = 0; k < K; ++k) ex[k] = (int32_t)top[(size_t)k];
         }
         double sum = 0.0;
-        for (int32_t e : experts) sum += s[(size_t)e];
+        for (int64_t k = 0; k < K; ++k) sum += s[(size_t)ex[k]];
         const double norm = hp.expert_weights_norm ? 1.0 / std::max(sum, kMoeWeightSumFloor) : 1.0;
-        std::vector<float> weights((size_t)K);
         for (int64_t k = 0; k < K; ++k) {
-            weights[(size_t)k] = (float)(s[(size_t)experts[(size_t)k]] * norm * hp.expert_weights_scale);
+            weights[(size_t)(i * K + k)] = (float)(s[(size_t)ex[k]] * norm * hp.expert_weights_scale);
         }
-        be.moe(lw, h2.data() + i * E, experts.data(), weights.data(), K, hp.swiglu_clamp_exp[(size_t)il],
-               hp.swiglu_clamp_shexp[(size_t)il], y.data());
+    }
+    std::vector<float> y((size_t)(n * E)), Xi((size_t)(HC * E));
+    be.moe(lw, h2.data(), n, experts.data(), weights.data(), K, hp.swiglu_clamp_exp[(size_t)il],
+           hp.swiglu_clamp_shexp[(size_t)il], y.data());
+    for (int64_t i = 0; i < n; ++i) {
         std::copy(X.begin() + i * HC * E, X.begin() + (i + 1) * HC * E, Xi.begin());
-        be.hc_post(y.data(), Xi.data(), HC, E, split[(size_t)i], X.data() + i * HC * E);
+        be.hc_post(y.data() + i * E, Xi.data(), HC, E, split[(size_t)i], X.data() + i * HC * E);
     }
 }
 

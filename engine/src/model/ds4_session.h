@@ -33,9 +33,9 @@ struct CompressorState {
 struct LayerState {
     int64_t ratio = 0;
     std::vector<uint16_t> ring;       // F16 [n_swa][D], slot p mod n_swa
-    std::vector<uint16_t> comp_rows;  // F16 [max_ctx / r][D], index floor(p / r)
+    std::vector<uint16_t> comp_rows;  // F16 [n_comp][D], row floor(p / r); at most max_ctx / r rows
     int64_t n_comp = 0;
-    std::vector<uint16_t> idx_rows;   // F16 [max_ctx / 4][d_i] (r = 4)
+    std::vector<uint16_t> idx_rows;   // F16 [n_idx][d_i] (r = 4)
     int64_t n_idx = 0;
     CompressorState comp, idx_comp;
 };
@@ -53,8 +53,8 @@ public:
     // Logits of every token, row-major [tokens.size()][n_vocab].
     std::vector<float> verify(const std::vector<int32_t>& tokens);
     // Feeds the tokens; returns the logits of the last one. exact: one token at
-    // a time; batched: blocks of up to kPrefillBlock tokens (same results, as
-    // the forward is block-width invariant).
+    // a time; batched: blocks of up to kPrefillBlock tokens ending on ratio-4
+    // boundaries (same results, as the forward is block-width invariant).
     std::vector<float> prefill(const std::vector<int32_t>& tokens, bool exact);
 
     static constexpr int64_t kPrefillBlock = 32;

@@ -1,5 +1,6 @@
 #include "model/ds4_weights.h"
 
+#include <cstring>
 #include <initializer_list>
 
 #include "common/error.h"
@@ -72,6 +73,21 @@ private:
     const GGUFFile& f_;
 };
 
+// Every token's hash-routed experts must exist; checked once at load so a bad
+// table never fails half-way through a forward pass.
+void check_expert_ids(const GGUFFile& f, const WeightView& table, int64_t n_expert) {
+    for (int64_t tok = 0; tok < table.n_rows(); ++tok) {
+        for (int64_t k = 0; k < table.ne[0]; ++k) {
+            int32_t id;
+            std::memcpy(&id, table.row(tok) + 4 * k, 4);
+            if (id < 0 || id >= n_expert) {
+                throw FormatError(f.path() + ": tensor '" + table.name + "' maps token " + std::to_string(tok) +
+                                  " to expert " + std::to_string(id) + ", outside 0.." + std::to_string(n_expert - 1));
+            }
+        }
+    }
+}
+
 }  // namespace
 
 WeightView WeightView::expert(int64_t e) const {
@@ -125,6 +141,7 @@ Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp) {
         l.ffn_gate_inp = L.get(b + "ffn_gate_inp.weight", {E, hp.n_expert});
         if (il < hp.n_hash_layers) {
             l.ffn_gate_tid2eid = L.get_i32(b + "ffn_gate_tid2eid.weight", {hp.n_expert_used, V});
+            check_expert_ids(f, l.ffn_gate_tid2eid, hp.n_expert);
         } else {
             l.exp_probs_b = L.get(b + "exp_probs_b.bias", {hp.n_expert});
         }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -249,24 +250,52 @@ public:
         });
     }
 
-    void moe(const Ds4LayerWeights& lw, const float* h, const int32_t* experts, const float* weights, int64_t n_used,
-             double clamp, double clamp_shared, float* y) override {
-        const int64_t E = lw.ffn_down_shexp.n_rows(), F = lw.ffn_gate_shexp.n_rows();
-        std::vector<float> gate((size_t)F), up((size_t)F), act((size_t)F), down((size_t)E);
-        std::vector<double> acc((size_t)E, 0.0);
-        auto expert = [&](const WeightView& wg, const WeightView& wu, const WeightView& wd, double c, double weight) {
-            matmul(wg, 0, F, h, E, 1, gate.data(), F);
-            matmul(wu, 0, F, h, E, 1, up.data(), F);
-            for (int64_t i = 0; i < F; ++i) act[(size_t)i] = clamped_swiglu(gate[(size_t)i], up[(size_t)i], c);
-            matmul(wd, 0, E, act.data(), F, 1, down.data(), E);
-            for (int64_t i = 0; i < E; ++i) acc[(size_t)i] += weight * (double)down[(size_t)i];
+    void moe(const Ds4LayerWeights& lw, const float* h, int64_t n_tokens, const int32_t* experts,
+             const float* weights, int64_t n_used, double clamp, double clamp_shared, float* y) override {
+        const int64_t E = lw.ffn_down_shexp.n_rows(), F = lw.ffn_gate_shexp.n_rows(), K = n_used;
+        // down[(i*(K+1) + k) * E ..]: output of token i's k-th expert; slot K is the shared expert.
+        std::vector<float> down((size_t)(n_tokens * (K + 1) * E));
+        // Runs one expert on the listed (token, slot) pairs, the tokens as matmul columns.
+        auto run = [&](const WeightView& wg, const WeightView& wu, const WeightView& wd, double c,
+                       const std::vector<std::pair<int64_t, int64_t>>& uses) {
+            const int64_t m = (int64_t)uses.size();
+            std::vector<float> x((size_t)(m * E)), gate((size_t)(m * F)), up((size_t)(m * F)), out((size_t)(m * E));
+            for (int64_t j = 0; j < m; ++j) {
+                const float* hj = h + uses[(size_t)j].first * E;
+                std::copy(hj, hj + E, x.begin() + j * E);
+            }
+            matmul(wg, 0, F, x.data(), E, (int)m, gate.data(), F);
+            matmul(wu, 0, F, x.data(), E, (int)m, up.data(), F);
+            for (int64_t i = 0; i < m * F; ++i) gate[(size_t)i] = clamped_swiglu(gate[(size_t)i], up[(size_t)i], c);
+            matmul(wd, 0, E, gate.data(), F, (int)m, out.data(), E);
+            for (int64_t j = 0; j < m; ++j) {
+                const int64_t slot = uses[(size_t)j].first * (K + 1) + uses[(size_t)j].second;
+                std::copy(out.begin() + j * E, out.begin() + (j + 1) * E, down.begin() + slot * E);
+            }
         };
-        for (int64_t k = 0; k < n_used; ++k) {
-            const int64_t e = experts[k];
-            expert(lw.ffn_gate_exps.expert(e), lw.ffn_up_exps.expert(e), lw.ffn_down_exps.expert(e), clamp, weights[k]);
+        // Group (token, k) by expert, experts in ascending id order.
+        std::vector<std::vector<std::pair<int64_t, int64_t>>> by_expert((size_t)lw.ffn_gate_exps.ne[2]);
+        for (int64_t i = 0; i < n_tokens; ++i) {
+            for (int64_t k = 0; k < K; ++k) by_expert[(size_t)experts[i * K + k]].push_back({i, k});
         }
-        expert(lw.ffn_gate_shexp, lw.ffn_up_shexp, lw.ffn_down_shexp, clamp_shared, 1.0);
-        for (int64_t i = 0; i < E; ++i) y[i] = (float)acc[(size_t)i];
+        for (size_t e = 0; e < by_expert.size(); ++e) {
+            if (by_expert[e].empty()) continue;
+            const int64_t id = (int64_t)e;
+            run(lw.ffn_gate_exps.expert(id), lw.ffn_up_exps.expert(id), lw.ffn_down_exps.expert(id), clamp, by_expert[e]);
+        }
+        std::vector<std::pair<int64_t, int64_t>> all((size_t)n_tokens);
+        for (int64_t i = 0; i < n_tokens; ++i) all[(size_t)i] = {i, K};
+        run(lw.ffn_gate_shexp, lw.ffn_up_shexp, lw.ffn_down_shexp, clamp_shared, all);
+        // Per-token sums in a fixed order (k = 0..K-1, then the shared expert).
+        for (int64_t i = 0; i < n_tokens; ++i) {
+            for (int64_t d = 0; d < E; ++d) {
+                double acc = 0.0;
+                const float* slots = down.data() + i * (K + 1) * E + d;  // slot k at slots[k * E]
+                for (int64_t k = 0; k < K; ++k) acc += (double)weights[i * K + k] * (double)slots[k * E];
+                acc += (double)slots[K * E];
+                y[i * E + d] = (float)acc;
+            }
+        }
     }
 
 private:
