@@ -1,0 +1,112 @@
+"""Child process of `ds4kit bench engine`: one engine, all tests, JSON lines back to the parent.
+
+    python -m ds4kit.bench.engine_worker SPEC.json
+
+Running each engine in its own process makes peak RSS (ru_maxrss) a per-engine number and
+keeps one engine's thread pool (llama.cpp's OpenMP threads spin after work) away from the other.
+The protocol goes over the original stdout; everything else printed (ours or C code writing to
+fd 1) is redirected to stderr, which the parent keeps as a log file. Events, one JSON per line:
+    {"event": "unavailable", "reason": ...}               the engine cannot be imported
+    {"event": "loaded", "load_s": ..., "rss_after_load_kib": ..., "info": {...}}
+    {"event": "rep", "test": "pp64", "rep": 0, "seconds": ..., "n_tokens": 64, "loadavg": [...]}
+    {"event": "done", "peak_rss_kib": ...}
+    {"event": "error", "type": ..., "message": ...}
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from typing import Any, Callable, TextIO
+
+
+def _rss_kib() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
+
+
+def _loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def run_test(backend: Any, test: dict[str, Any]) -> float:
+    """Seconds for one repetition of one test; sequence setup and the tg start token are untimed."""
+    backend.new_sequence()
+    if test["kind"] == "pp":
+        tokens = test["tokens"]
+        t0 = time.perf_counter()
+        backend.prefill(tokens)
+        return time.perf_counter() - t0
+    backend.decode(test["start_token"])
+    t0 = time.perf_counter()
+    for tok in test["tokens"]:
+        backend.decode(tok)
+    return time.perf_counter() - t0
+
+
+def warm_up(backend: Any, spec: dict[str, Any]) -> None:
+    # One short prefill and a few decodes: page in the weights, start thread pools, size buffers.
+    w = spec["warmup_tokens"]
+    backend.new_sequence()
+    backend.prefill(w)
+    for tok in w[:2]:
+        backend.decode(tok)
+
+
+def work(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
+    from ds4kit.bench.engine_backends import LlamaCppUnavailable, make_backend
+
+    t0 = time.perf_counter()
+    try:
+        backend = make_backend(spec["engine"], spec["model"], spec["threads"], spec["n_ctx"],
+                               spec["prefill_mode"], spec["n_batch"])
+    except LlamaCppUnavailable as exc:
+        emit({"event": "unavailable", "reason": str(exc)})
+        return
+    load_s = time.perf_counter() - t0
+    emit({"event": "loaded", "load_s": load_s, "rss_after_load_kib": _rss_kib(), "info": backend.info()})
+    warm_up(backend, spec)
+    for i, test in enumerate(spec["tests"]):
+        for rep in range(spec["reps"]):
+            if spec["delay_s"] > 0 and i > 0 and rep == 0:  # llama-bench: a pause before each test
+                time.sleep(spec["delay_s"])
+            seconds = run_test(backend, test)
+            emit({"event": "rep", "test": test["name"], "rep": rep, "seconds": seconds,
+                  "n_tokens": len(test["tokens"]), "loadavg": _loadavg(),
+                  "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    emit({"event": "done", "peak_rss_kib": _rss_kib()})
+
+
+def _protocol_stream() -> TextIO:
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # anything else written to stdout (C libraries included) lands in the log
+    sys.stdout = sys.stderr
+    return proto
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m ds4kit.bench.engine_worker SPEC.json", file=sys.stderr)
+        return 2
+    proto = _protocol_stream()
+
+    def emit(event: dict[str, Any]) -> None:
+        proto.write(json.dumps(event) + "\n")
+        proto.flush()
+
+    with open(argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    try:
+        work(spec, emit)
+    except Exception as exc:  # reported to the parent, which records it in the report
+        emit({"event": "error", "type": type(exc).__name__, "message": str(exc) or repr(exc)})
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
