@@ -52,8 +52,11 @@ def tokenizer(size_mb: float, out: str | None, seed: int, repeat: int) -> None:
               help="What to print on stdout (all three are written to the run folder either way).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Run folder (default runs/bench-engine-<utc>).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--probe-mb", type=click.FloatRange(min=1), default=None, hidden=True,
+              help="Bandwidth probe array size in MiB (default 4x the last-level cache; tests use less).")
 def engine(model: str | None, pp: str, tg: str, reps: int, threads: int | None, delay: float, engines: str,
-           prefill_mode: str, n_batch: int, seed: int, fmt: str, out: str | None, no_progress: bool) -> None:
+           prefill_mode: str, n_batch: int, seed: int, fmt: str, out: str | None, no_progress: bool,
+           probe_mb: float | None) -> None:
     """Prefill and decode tok/s of the ds4kit engine vs llama.cpp on the same GGUF (llama-bench style).
 
     Without MODEL, the `medium` synthetic model is written once into the cache and used.
@@ -70,7 +73,7 @@ def engine(model: str | None, pp: str, tg: str, reps: int, threads: int | None, 
         raise click.BadParameter(str(exc)) from None
     folder = run_engine_bench(model, pp=pp_sizes, tg=tg_sizes, reps=reps, threads=threads, delay_s=delay,
                               engines=engine_list, prefill_mode=prefill_mode, n_batch=n_batch, seed=seed,
-                              out=out, command=sys.argv, progress=not no_progress,
+                              out=out, probe_mb=probe_mb, command=sys.argv, progress=not no_progress,
                               say=lambda m: click.echo(m, err=True))
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     if fmt == "json":
