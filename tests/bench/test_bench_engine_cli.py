@@ -182,3 +182,18 @@ def test_llama_import_failing_in_child_warns_no_ratio(tiny_model, tmp_path, monk
     lc = report["results"]["engines"]["llama.cpp"]
     assert lc["status"] == "unavailable" and HIDE_LLAMA_ENV in lc["reason"]
     assert lc["tests"] == {}
+
+
+def test_llama_failing_to_load_warns_no_ratio(tmp_path):
+    # a shape-only file (no tokenizer metadata) that our engine runs and llama.cpp refuses
+    pytest.importorskip("llama_cpp", reason="needs llama.cpp to fail inside it")
+    path = tmp_path / "novocab.gguf"
+    write_target(path, preset("tiny").replace(vocab_size=512), seed=0, progress=False)
+    report, rows, out, _ = _run([str(path), *QUICK], tmp_path / "run")
+    validate_report(report, "bench-engine")
+    r = report["results"]
+    assert r["engines"]["llama.cpp"]["status"] == "failed"
+    assert "Failed to load model" in r["engines"]["llama.cpp"]["reason"]
+    assert r["ratios"] == {} and r["ratio_measured"] is False
+    assert [w for w in report["warnings"] if w["code"] == "engine-failed" and "NO ratio" in w["message"]]
+    assert {row["engine"] for row in rows} == {"ds4kit"} and "NO RATIO" in out
