@@ -103,15 +103,17 @@ def render_summary(results: dict[str, Any], test_names: list[str]) -> str:
     lines = [f"Model {results['model']['name']} ({results['model']['size_bytes'] / 1e6:.0f} MB, "
              f"{results['model']['n_params'] / 1e6:.1f} M params); {st['threads']} threads, {st['reps']} reps, "
              f"ds4kit prefill mode {st['prefill_mode']}, n_batch {st['n_batch']}, n_ctx {st['n_ctx']}. "
-             f"Load average at start {results['loadavg']['start']}, at end {results['loadavg']['end']}.", ""]
+             f"Load average at start {results['loadavg']['start']}, at end {results['loadavg']['end']}. "
+             "Engines alternate repetition by repetition (A B, B A, ...).", ""]
     if not results["ratio_measured"]:
         lines += ["**NO RATIO: llama.cpp did not run, so nothing was compared.**", ""]
-    header = "| test | " + " | ".join(f"{e} tok/s" for e in ok) + " | ratio ds4kit/llama.cpp |"
-    lines += [header, "|---" * (len(ok) + 2) + "|"]
+    header = ("| test | " + " | ".join(f"{e} tok/s (mean +- sd)" for e in ok)
+              + " | ratio ds4kit/llama.cpp (means) | ratio of best reps |")
+    lines += [header, "|---" * (len(ok) + 3) + "|"]
     for name in test_names:
         cells = [f"{eng[e]['tests'][name]['tok_s']:.2f} +- {eng[e]['tests'][name]['tok_s_stddev']:.2f}" for e in ok]
         r = results["ratios"].get(name)
-        ratio = f"{r['ratio']:.2f}x" if r else "n/a"
+        ratio = f"{r['ratio']:.2f}x | {r['ratio_best']:.2f}x" if r else "n/a | n/a"
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")
     lines += ["", "| engine | status | load s | peak RSS MB | " + " | ".join(f"{n} % of limit" for n in test_names) + " |",
               "|---" * (4 + len(test_names)) + "|"]

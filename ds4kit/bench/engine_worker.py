@@ -1,13 +1,18 @@
-"""Child process of `ds4kit bench engine`: one engine, all tests, JSON lines back to the parent.
+"""Child process of `ds4kit bench engine`: one engine, JSON lines back to the parent.
 
     python -m ds4kit.bench.engine_worker SPEC.json
 
-Running each engine in its own process makes peak RSS (ru_maxrss) a per-engine number and
-keeps one engine's thread pool (llama.cpp's OpenMP threads spin after work) away from the other.
-The protocol goes over the original stdout; everything else printed (ours or C code writing to
+After loading and one warm-up it waits for commands on stdin, one JSON per line:
+    {"cmd": "run", "test": "pp64", "rep": 0}     one timed repetition
+    {"cmd": "quit"}                              report peak RSS and exit
+so the parent can alternate the engines repetition by repetition (on a shared machine both
+then see the same background load).
+
+Running each engine in its own process makes peak RSS (ru_maxrss) a per-engine number; only
+one process works at a time, the other waits on its stdin. The protocol goes over the original stdout; everything else printed (ours or C code writing to
 fd 1) is redirected to stderr, which the parent keeps as a log file. Events, one JSON per line:
     {"event": "unavailable", "reason": ...}               the engine cannot be imported
-    {"event": "loaded", "load_s": ..., "rss_after_load_kib": ..., "info": {...}}
+    {"event": "loaded", "load_s": ..., "rss_after_load_kib": ..., "info": {...}}   (after warm-up)
     {"event": "rep", "test": "pp64", "rep": 0, "seconds": ..., "n_tokens": 64, "loadavg": [...]}
     {"event": "done", "peak_rss_kib": ...}
     {"event": "error", "type": ..., "message": ...}
@@ -19,7 +24,7 @@ import os
 import resource
 import sys
 import time
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 
 def _rss_kib() -> int:
@@ -57,7 +62,8 @@ def warm_up(backend: Any, spec: dict[str, Any]) -> None:
         backend.decode(tok)
 
 
-def work(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
+def work(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None], commands: Iterator[str]) -> None:
+    """Load, warm up, then run one repetition per command until "quit" (the parent interleaves engines)."""
     from ds4kit.bench.engine_backends import LlamaCppUnavailable, make_backend
 
     t0 = time.perf_counter()
@@ -68,16 +74,19 @@ def work(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
         emit({"event": "unavailable", "reason": str(exc)})
         return
     load_s = time.perf_counter() - t0
-    emit({"event": "loaded", "load_s": load_s, "rss_after_load_kib": _rss_kib(), "info": backend.info()})
+    rss_after_load = _rss_kib()
     warm_up(backend, spec)
-    for i, test in enumerate(spec["tests"]):
-        for rep in range(spec["reps"]):
-            if spec["delay_s"] > 0 and i > 0 and rep == 0:  # llama-bench: a pause before each test
-                time.sleep(spec["delay_s"])
-            seconds = run_test(backend, test)
-            emit({"event": "rep", "test": test["name"], "rep": rep, "seconds": seconds,
-                  "n_tokens": len(test["tokens"]), "loadavg": _loadavg(),
-                  "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    emit({"event": "loaded", "load_s": load_s, "rss_after_load_kib": rss_after_load, "info": backend.info()})
+    tests = {t["name"]: t for t in spec["tests"]}
+    for line in commands:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "quit":
+            break
+        test = tests[cmd["test"]]
+        seconds = run_test(backend, test)
+        emit({"event": "rep", "test": test["name"], "rep": cmd["rep"], "seconds": seconds,
+              "n_tokens": len(test["tokens"]), "loadavg": _loadavg(),
+              "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "t_end": time.time()})
     emit({"event": "done", "peak_rss_kib": _rss_kib()})
 
 
@@ -101,7 +110,7 @@ def main(argv: list[str]) -> int:
     with open(argv[1], encoding="utf-8") as f:
         spec = json.load(f)
     try:
-        work(spec, emit)
+        work(spec, emit, iter(sys.stdin.readline, ""))
     except Exception as exc:  # reported to the parent, which records it in the report
         emit({"event": "error", "type": type(exc).__name__, "message": str(exc) or repr(exc)})
         return 1
