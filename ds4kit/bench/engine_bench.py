@@ -350,6 +350,7 @@ def run_engine_bench(model: str | Path | None, *, pp: list[int], tg: list[int], 
         if "llama.cpp" not in engines:
             run.warn("llama-cpp-missing", "llama.cpp was not among --engines: NO ratio against llama.cpp "
                      "could be measured")
+        _warn_noise(run, engine_results, loadavg_start, threads)
         ratios = _ratios(engine_results, tests)
         if "llama.cpp" in engines and "ds4kit" not in engines:
             run.warn("ds4kit-missing", "ds4kit was not among --engines: no ratio")
@@ -399,6 +400,23 @@ def _fold_engine(res: dict[str, Any], tests: list[dict[str, Any]], kinds: dict[s
         entry["rss_after_load_bytes"] = res["rss_after_load_kib"] * 1024
     entry["fractions"] = fractions(summaries, kinds, work, hw) if summaries else {}
     return entry
+
+
+NOISY_CV = 0.2  # stddev / mean of tok/s above which a test's repetitions disagree too much to trust
+
+
+def _warn_noise(run: Any, engine_results: dict[str, dict[str, Any]], loadavg_start: list[float], threads: int) -> None:
+    """Say loudly when the numbers are unlikely to mean what they seem (a busy machine)."""
+    cpus = len(os.sched_getaffinity(0))
+    if loadavg_start and loadavg_start[0] + threads > cpus:
+        run.warn("busy-machine", f"load average {loadavg_start[0]:.2f} at start plus {threads} benchmark threads exceeds "
+                 f"{cpus} CPUs: the engines compete with other work, and an engine whose threads spin at barriers "
+                 "loses most; prefer -t 1 here, or a quieter machine")
+    noisy = [f"{e} {name} ({t['tok_s_stddev'] / t['tok_s']:.0%})" for e, r in engine_results.items()
+             for name, t in r["tests"].items() if t["reps"] > 1 and t["tok_s_stddev"] > NOISY_CV * t["tok_s"]]
+    if noisy:
+        run.warn("noisy", f"tok/s varies by more than {NOISY_CV:.0%} of the mean between repetitions in: "
+                 f"{', '.join(noisy)}; compare the ratio of best repetitions, or rerun on a quieter machine")
 
 
 def _ratios(engine_results: dict[str, dict[str, Any]], tests: list[dict[str, Any]]) -> dict[str, Any]:

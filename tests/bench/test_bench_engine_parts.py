@@ -81,3 +81,26 @@ def test_cli_missing_model_names_path(tmp_path):
     res = CliRunner().invoke(main, ["bench", "engine", str(missing), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2
     assert str(missing) in res.output and "not found" in res.output
+
+
+def _engine_entry(seconds: list[float], n: int = 32) -> dict:
+    return {"status": "ok", "tests": {f"tg{n}": summarize_test([{"seconds": x, "n_tokens": n} for x in seconds])}}
+
+
+def test_noise_and_busy_warnings(tmp_path):
+    import os
+
+    from ds4kit.bench.engine_bench import _warn_noise
+    from ds4kit.reports import start_run
+
+    cpus = len(os.sched_getaffinity(0))
+    run = start_run("bench-engine", tmp_path / "quiet", quiet_warnings=True)
+    _warn_noise(run, {"ds4kit": _engine_entry([1.0, 1.01, 0.99])}, [0.0, 0.0, 0.0], 1 if cpus > 1 else 0)
+    assert run.report["warnings"] == []
+
+    run = start_run("bench-engine", tmp_path / "busy", quiet_warnings=True)
+    _warn_noise(run, {"ds4kit": _engine_entry([1.0, 1.01, 0.99]), "llama.cpp": _engine_entry([0.5, 11.0, 0.5])},
+                [float(cpus), 0.0, 0.0], 1)
+    codes = {w["code"]: w["message"] for w in run.report["warnings"]}
+    assert set(codes) == {"busy-machine", "noisy"}
+    assert "llama.cpp tg32" in codes["noisy"] and "ds4kit" not in codes["noisy"]
