@@ -82,7 +82,8 @@ def plot_bench(path: Path, results: dict[str, Any], test_names: list[str]) -> No
         ax.set_title(name)
         ax.set_ylabel("tok/s")
         ratio = results["ratios"].get(name)
-        ax.annotate(f"ds4kit/llama.cpp = {ratio['ratio']:.2f}x" if ratio else "no ratio", xy=(0.5, 0.97),
+        text = f"ds4kit/llama.cpp: means {ratio['ratio']:.2f}x, best {ratio['ratio_best']:.2f}x" if ratio else "no ratio"
+        ax.annotate(text, xy=(0.5, 0.97),
                     xycoords="axes fraction", ha="center", va="top", fontsize=9)
         ax.set_ylim(0, max(v + e for v, e in zip(vals, errs)) * 1.25 if vals else 1)
     st = results["settings"]
