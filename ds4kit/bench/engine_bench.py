@@ -5,8 +5,9 @@ N tokens one at a time (after one untimed start token); each test repeats `reps`
 reports mean and standard deviation of tok/s. Both engines get the same fixed pseudo-random
 tokens and the same thread count, each in its own child process (ds4kit.bench.engine_worker)
 so peak RSS is per engine; both stay loaded and the parent alternates them repetition by
-repetition (A B, B A, ...), so a busy machine's background load hits both alike. The hardware limits (ds4kit.bench.hw_limits) are measured in the
-same run, and every result is also quoted as a fraction of them:
+repetition (A B, B A, ...), so a busy machine's background load hits both alike. The
+hardware limits (ds4kit.bench.hw_limits) are measured in the same run, and every result is
+also quoted as a fraction of them:
 
     decode fraction  = tok/s x weight bytes read per decoded token / memory bandwidth
     prefill fraction = tok/s x 2 x matmul parameters per prompt token / float32 matmul FLOP/s

@@ -9,10 +9,11 @@ so the parent can alternate the engines repetition by repetition (on a shared ma
 then see the same background load).
 
 Running each engine in its own process makes peak RSS (ru_maxrss) a per-engine number; only
-one process works at a time, the other waits on its stdin. The protocol goes over the original stdout; everything else printed (ours or C code writing to
-fd 1) is redirected to stderr, which the parent keeps as a log file. Events, one JSON per line:
+one process works at a time, the other waits on its stdin. The protocol goes over the original
+stdout; everything else printed (ours or C code writing to fd 1) is redirected to stderr,
+which the parent keeps as a log file. Events, one JSON per line:
     {"event": "unavailable", "reason": ...}               the engine cannot be imported
-    {"event": "loaded", "load_s": ..., "rss_after_load_kib": ..., "info": {...}}   (after warm-up)
+    {"event": "loaded", "load_s": ..., "rss_after_load_kib": ..., "info": {...}}  (after warm-up)
     {"event": "rep", "test": "pp64", "rep": 0, "seconds": ..., "n_tokens": 64, "loadavg": [...]}
     {"event": "done", "peak_rss_kib": ...}
     {"event": "error", "type": ..., "message": ...}
