@@ -43,6 +43,13 @@ _TOKEN_HIGH = 100_000     # ... and the added/special tokens at the top of the r
 _SWITCH_PAUSE_S = 0.05
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (the affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def parse_sizes(text: str, option: str) -> list[int]:
     """'64,256' -> [64, 256]; every size a positive integer."""
     sizes = []
@@ -312,7 +319,7 @@ def run_engine_bench(model: str | Path | None, *, pp: list[int], tg: list[int], 
         raise ValueError(f"--prefill must be batched or exact, got {prefill_mode!r}")
     if delay_s < 0:
         raise ValueError(f"--delay must be >= 0, got {delay_s}")
-    threads = threads or len(os.sched_getaffinity(0))
+    threads = threads or usable_cpus()
     model_path = Path(model) if model is not None else default_model_path(say)
     if not model_path.is_file():
         raise FileNotFoundError(f"{model_path}: model file not found")
@@ -408,7 +415,7 @@ NOISY_CV = 0.2  # stddev / mean of tok/s above which a test's repetitions disagr
 
 def _warn_noise(run: Any, engine_results: dict[str, dict[str, Any]], loadavg_start: list[float], threads: int) -> None:
     """Say loudly when the numbers are unlikely to mean what they seem (a busy machine)."""
-    cpus = len(os.sched_getaffinity(0))
+    cpus = usable_cpus()
     if loadavg_start and loadavg_start[0] + threads > cpus:
         run.warn("busy-machine", f"load average {loadavg_start[0]:.2f} at start plus {threads} benchmark threads exceeds "
                  f"{cpus} CPUs: the engines compete with other work, and an engine whose threads spin at barriers "

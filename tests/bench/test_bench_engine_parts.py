@@ -88,12 +88,10 @@ def _engine_entry(seconds: list[float], n: int = 32) -> dict:
 
 
 def test_noise_and_busy_warnings(tmp_path):
-    import os
-
-    from ds4kit.bench.engine_bench import _warn_noise
+    from ds4kit.bench.engine_bench import _warn_noise, usable_cpus
     from ds4kit.reports import start_run
 
-    cpus = len(os.sched_getaffinity(0))
+    cpus = usable_cpus()
     run = start_run("bench-engine", tmp_path / "quiet", quiet_warnings=True)
     _warn_noise(run, {"ds4kit": _engine_entry([1.0, 1.01, 0.99])}, [0.0, 0.0, 0.0], 1 if cpus > 1 else 0)
     assert run.report["warnings"] == []
