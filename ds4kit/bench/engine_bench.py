@@ -1,0 +1,442 @@
+"""`ds4kit bench engine`: our engine against llama.cpp's CPU build on the same GGUF, in one run.
+
+Conventions follow llama-bench: `pp N` prefills N tokens into a fresh sequence, `tg N` decodes
+N tokens one at a time (after one untimed start token); each test repeats `reps` times and
+reports mean and standard deviation of tok/s. Both engines get the same fixed pseudo-random
+tokens and the same thread count, each in its own child process (ds4kit.bench.engine_worker)
+so peak RSS is per engine; both stay loaded and the parent alternates them repetition by
+repetition (A B, B A, ...), so a busy machine's background load hits both alike. The
+hardware limits (ds4kit.bench.hw_limits) are measured in the same run, and every result is
+also quoted as a fraction of them:
+
+    decode fraction  = tok/s x weight bytes read per decoded token / memory bandwidth
+    prefill fraction = tok/s x 2 x matmul parameters per prompt token / float32 matmul FLOP/s
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ds4kit.bench.engine_backends import ENGINES
+from ds4kit.reports import start_run
+
+FRACTION_DEFINITIONS = {
+    "decode": ("tok/s x weight bytes one decoded token reads (ModelFile.bytes_per_decoded_token: dense tensors "
+               "whole, routed experts scaled by expert_used_count/expert_count, one embedding row; KV reads "
+               "not counted) / measured memory bandwidth (best of STREAM-like copy and add)"),
+    "prefill": ("tok/s x 2 x matmul parameters per prompt token (every 2-D weight except the token embedding "
+                "and the output head, routed experts scaled by expert_used_count/expert_count; attention "
+                "score FLOPs not counted) / measured float32 matmul FLOP/s (numpy BLAS, same thread count)"),
+}
+
+_TOKEN_LOW = 100          # skip the first ids (byte tokens) ...
+_TOKEN_HIGH = 100_000     # ... and the added/special tokens at the top of the real vocabulary
+# Pause when switching engines: lets the idle engine's threads stop spinning (OpenMP waits busy
+# for a while after each parallel region) before the other engine's timer starts.
+_SWITCH_PAUSE_S = 0.05
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (the affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def parse_sizes(text: str, option: str) -> list[int]:
+    """'64,256' -> [64, 256]; every size a positive integer."""
+    sizes = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise ValueError(f"{option}: {part!r} is not an integer (give a comma list like 64,256)") from None
+        if n < 1:
+            raise ValueError(f"{option}: sizes must be at least 1, got {n}")
+        sizes.append(n)
+    return sizes
+
+
+def parse_engines(text: str) -> list[str]:
+    engines = [e.strip() for e in text.split(",") if e.strip()]
+    bad = [e for e in engines if e not in ENGINES]
+    if bad or not engines:
+        raise ValueError(f"--engines: unknown engine(s) {bad or text!r}; choose from {', '.join(ENGINES)}")
+    return list(dict.fromkeys(engines))
+
+
+def default_model_path(say: Callable[[str], None]) -> Path:
+    """The `medium` synthetic model, written once into the cache like the demo model."""
+    from ds4kit.synth import preset, write_target
+    from ds4kit.synth.demo import SYNTH_FORMAT_VERSION, cache_dir
+
+    path = cache_dir() / "synth" / f"bench-medium-s0-v{SYNTH_FORMAT_VERSION}.gguf"
+    if path.is_file():  # the writer renames a finished temp file into place
+        say(f"no MODEL given: using the cached medium synthetic model {path}")
+        return path
+    say(f"no MODEL given: writing the medium synthetic model once to {path} (about 440 MB)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_target(path, preset("medium"), seed=0)
+    return path
+
+
+# -- model-derived work per token ---------------------------------------------
+def model_work(model_path: Path) -> dict[str, Any]:
+    from ds4kit.bench.model_work import matmul_params
+    from ds4kit.engine.model_file import ModelFile
+
+    mf = ModelFile(model_path)
+    n_vocab = mf.tokenizer_summary()["vocab_size"] or mf.arch_key("vocab_size")
+    return {
+        "n_vocab": int(n_vocab),
+        "decode_bytes_per_token": mf.bytes_per_decoded_token(),
+        "prefill_params": matmul_params(mf),
+        "n_params": sum(t.n_elements for t in mf.tensors),
+        "size_bytes": mf.size_bytes,
+        "architecture": mf.architecture,
+        "name": mf.name,
+        "manifest": mf.manifest_entry(),
+    }
+
+
+def make_tests(pp: list[int], tg: list[int], n_vocab: int, seed: int) -> list[dict[str, Any]]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    high = max(_TOKEN_LOW + 1, min(n_vocab, _TOKEN_HIGH))
+    low = min(_TOKEN_LOW, high - 1)
+    tests = []
+    for n in pp:
+        tests.append({"name": f"pp{n}", "kind": "pp", "n": n, "tokens": rng.integers(low, high, n).tolist()})
+    for n in tg:
+        toks = rng.integers(low, high, n + 1).tolist()
+        tests.append({"name": f"tg{n}", "kind": "tg", "n": n, "start_token": toks[0], "tokens": toks[1:]})
+    return tests
+
+
+# -- children -------------------------------------------------------------------
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # the same ds4kit the parent runs
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run_hw_probe(threads: int, array_mb: float | None) -> dict[str, Any]:
+    env = _child_env()
+    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = str(threads)
+    cmd = [sys.executable, "-m", "ds4kit.bench.hw_limits", str(threads)] + ([str(array_mb)] if array_mb else [])
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"hardware probe failed (exit {out.returncode}): {out.stderr.strip()[-2000:]}")
+    return json.loads(out.stdout)
+
+
+class EngineChild:
+    """One engine's worker process (ds4kit.bench.engine_worker), driven one repetition at a time."""
+
+    def __init__(self, engine: str, spec: dict[str, Any], log_path: Path):
+        self.engine = engine
+        self.result: dict[str, Any] = {"status": "failed", "reps": []}
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
+            json.dump(dict(spec, engine=engine), f)
+            self._spec_path = f.name
+        self._log_path = log_path
+        self._log = open(log_path, "w", encoding="utf-8")
+        self._proc = subprocess.Popen([sys.executable, "-m", "ds4kit.bench.engine_worker", self._spec_path],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
+                                      env=_child_env())
+
+    @property
+    def ok(self) -> bool:
+        return self.result["status"] == "ok"
+
+    def _read(self) -> dict[str, Any] | None:
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        return json.loads(line) if line else None
+
+    def _failed(self, ev: dict[str, Any] | None) -> None:
+        if ev is not None and ev.get("event") == "error":
+            self.result.update(status="failed", reason=f"{ev['type']}: {ev['message']}")
+        elif ev is not None and ev.get("event") == "unavailable":
+            self.result.update(status="unavailable", reason=ev["reason"])
+        else:
+            rc = self._proc.wait()
+            tail = self._log_path.read_text(encoding="utf-8", errors="replace").strip()[-1500:]
+            self.result.update(status="failed", reason=f"worker exited with status {rc}; log tail: {tail}")
+
+    def wait_loaded(self) -> None:
+        ev = self._read()
+        if ev is not None and ev.get("event") == "loaded":
+            ev.pop("event")
+            self.result.update(ev, status="ok")
+        else:
+            self._failed(ev)
+
+    def run(self, test: str, rep: int) -> dict[str, Any] | None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(json.dumps({"cmd": "run", "test": test, "rep": rep}) + "\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            self._failed(None)
+            return None
+        ev = self._read()
+        if ev is None or ev.get("event") != "rep":
+            self._failed(ev)
+            return None
+        ev.pop("event")
+        self.result["reps"].append(ev)
+        return ev
+
+    def close(self) -> dict[str, Any]:
+        try:
+            if self.ok:
+                assert self._proc.stdin is not None
+                self._proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+                self._proc.stdin.flush()
+                ev = self._read()
+                if ev is not None and ev.get("event") == "done":
+                    self.result["peak_rss_kib"] = ev["peak_rss_kib"]
+                else:
+                    self._failed(ev)
+            if self._proc.stdin:
+                self._proc.stdin.close()
+            rc = self._proc.wait(timeout=120)
+            if rc != 0 and self.ok:
+                self._failed(None)
+        finally:
+            self._log.close()
+            os.unlink(self._spec_path)
+        return self.result
+
+
+def run_engines(engines: list[str], spec: dict[str, Any], tests: list[dict[str, Any]], reps: int, delay_s: float,
+                log_path: Callable[[str], Path], bar: Any) -> dict[str, dict[str, Any]]:
+    """Loads each engine in its own child, then alternates them repetition by repetition
+    (A B, B A, ...) so that both see the same background load on a shared machine."""
+    children: dict[str, EngineChild] = {}
+    try:
+        for engine in engines:
+            bar.describe(f"{engine}: loading and warming up")
+            child = EngineChild(engine, spec, log_path(engine))
+            children[engine] = child
+            child.wait_loaded()
+            if not child.ok:
+                bar.skip(len(tests) * reps)
+        for i, test in enumerate(tests):
+            if delay_s > 0 and i > 0:  # llama-bench's --delay: a pause before each test
+                time.sleep(delay_s)
+            for rep in range(reps):
+                order = engines if rep % 2 == 0 else engines[::-1]
+                for engine in order:
+                    child = children[engine]
+                    if not child.ok:
+                        continue
+                    if child.run(test["name"], rep) is None:
+                        bar.skip(len(tests) * reps - len(child.result["reps"]))
+                        continue
+                    bar.step(f"{engine}: {test['name']} rep {rep + 1}")
+                    if len(children) > 1:
+                        time.sleep(_SWITCH_PAUSE_S)
+    finally:
+        results = {e: c.close() for e, c in children.items()}
+    return results
+
+
+def best_probe(probes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The highest bandwidth and matmul rate over the probes (before and after the engines)."""
+    bw = max((p["bandwidth"] for p in probes), key=lambda b: b["bytes_per_s"])
+    mm = max((p["matmul"] for p in probes), key=lambda m: m["flop_per_s"])
+    return {"llc_bytes": probes[0]["llc_bytes"], "bandwidth": bw, "matmul": mm,
+            "runs": [{"bandwidth_bytes_per_s": p["bandwidth"]["bytes_per_s"],
+                      "matmul_flop_per_s": p["matmul"]["flop_per_s"]} for p in probes]}
+
+
+# -- statistics -------------------------------------------------------------------
+def summarize_test(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    secs = [r["seconds"] for r in reps]
+    n = reps[0]["n_tokens"]
+    tps = [n / s for s in secs]
+    return {
+        "n_tokens": n,
+        "reps": len(secs),
+        "seconds": secs,
+        "mean_s": statistics.fmean(secs),
+        "stddev_s": statistics.stdev(secs) if len(secs) > 1 else 0.0,
+        "min_s": min(secs),
+        "tok_s": statistics.fmean(tps),           # llama-bench's avg_ts: mean of per-rep tok/s
+        "tok_s_stddev": statistics.stdev(tps) if len(tps) > 1 else 0.0,
+        "tok_s_best": max(tps),
+    }
+
+
+def fractions(tests: dict[str, dict[str, Any]], kinds: dict[str, str], work: dict[str, Any],
+              hw: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    bw = hw["bandwidth"]["bytes_per_s"]
+    flops = hw["matmul"]["flop_per_s"]
+    per_tok_bytes = work["decode_bytes_per_token"]["total"]
+    pp = work["prefill_params"]
+    for name, t in tests.items():
+        if kinds[name] == "tg":
+            out[name] = t["tok_s"] * per_tok_bytes / bw
+        else:
+            # the output head runs once per prefill (last row only), the rest once per token
+            n = t["n_tokens"]
+            flop_per_tok = 2.0 * (pp["per_token"] + pp["output_head"] / n)
+            out[name] = t["tok_s"] * flop_per_tok / flops
+    return out
+
+
+def run_engine_bench(model: str | Path | None, *, pp: list[int], tg: list[int], reps: int = 3,
+                     threads: int | None = None, delay_s: float = 0.0, engines: list[str] | None = None,
+                     prefill_mode: str = "batched", n_batch: int = 512, seed: int = 0,
+                     out: str | Path | None = None, probe_mb: float | None = None,
+                     command: list[str] | None = None, progress: bool = True,
+                     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> Path:
+    from ds4kit.bench.engine_bench_output import plot_bench, render_summary, write_csv
+    from ds4kit.bench.progress import RepProgress
+
+    engines = engines or list(ENGINES)
+    if reps < 1:
+        raise ValueError(f"-r must be at least 1, got {reps}")
+    if not pp and not tg:
+        raise ValueError("nothing to run: give at least one -p or -n size")
+    if prefill_mode not in ("batched", "exact"):
+        raise ValueError(f"--prefill must be batched or exact, got {prefill_mode!r}")
+    if delay_s < 0:
+        raise ValueError(f"--delay must be >= 0, got {delay_s}")
+    threads = threads or usable_cpus()
+    model_path = Path(model) if model is not None else default_model_path(say)
+    if not model_path.is_file():
+        raise FileNotFoundError(f"{model_path}: model file not found")
+
+    with start_run("bench-engine", out, command=command) as run:
+        work = model_work(model_path)
+        run.set_model(work.pop("manifest"))
+        tests = make_tests(pp, tg, work["n_vocab"], seed)
+        kinds = {t["name"]: t["kind"] for t in tests}
+        n_ctx = max([max(pp or [0]), 1 + max(tg or [0]), 16]) + 16
+        n_ctx = (n_ctx + 255) // 256 * 256
+        spec = {"model": str(model_path.resolve()), "threads": threads, "n_ctx": n_ctx, "n_batch": n_batch,
+                "prefill_mode": prefill_mode, "reps": reps, "delay_s": delay_s, "tests": tests,
+                "warmup_tokens": tests[0]["tokens"][:16] if kinds[tests[0]["name"]] == "pp" else tests[0]["tokens"][:4]}
+        loadavg_start = list(os.getloadavg())
+
+        say(f"hardware probe: memory bandwidth and float32 matmul with {threads} threads")
+        probes = [run_hw_probe(threads, probe_mb)]
+
+        with RepProgress(len(engines) * len(tests) * reps, enabled=progress) as bar:
+            raw = run_engines(engines, spec, tests, reps, delay_s,
+                              lambda e: run.add_file(f"log_{e}", f"worker-{e.replace('.', '_')}.log"), bar)
+        for engine, res in raw.items():
+            if res["status"] == "unavailable":
+                run.warn("llama-cpp-missing", f"{engine} is not available ({res['reason']}): ran without it, "
+                         "NO ratio against llama.cpp could be measured")
+            elif res["status"] == "failed":
+                run.warn("engine-failed", f"{engine} failed: {res.get('reason')}"
+                         + ("; NO ratio against llama.cpp could be measured" if len(engines) > 1 else ""))
+
+        say("hardware probe again (the better of the two runs counts: other load only lowers a limit)")
+        probes.append(run_hw_probe(threads, probe_mb))
+        hw = best_probe(probes)
+        engine_results = {e: _fold_engine(res, tests, kinds, work, hw) for e, res in raw.items()}
+
+        if "llama.cpp" not in engines:
+            run.warn("llama-cpp-missing", "llama.cpp was not among --engines: NO ratio against llama.cpp "
+                     "could be measured")
+        _warn_noise(run, engine_results, loadavg_start, threads)
+        ratios = _ratios(engine_results, tests)
+        if "llama.cpp" in engines and "ds4kit" not in engines:
+            run.warn("ds4kit-missing", "ds4kit was not among --engines: no ratio")
+
+        results = {
+            "settings": {"pp": pp, "tg": tg, "reps": reps, "threads": threads, "delay_s": delay_s,
+                         "engines": engines, "prefill_mode": prefill_mode, "n_ctx": n_ctx, "n_batch": n_batch,
+                         "seed": seed},
+            "model": {k: work[k] for k in ("architecture", "name", "size_bytes", "n_params", "n_vocab")},
+            "work_per_token": {"decode_bytes": work["decode_bytes_per_token"], "prefill_params": work["prefill_params"]},
+            "hardware": hw,
+            "definitions": FRACTION_DEFINITIONS,
+            "engines": engine_results,
+            "ratios": ratios,
+            "ratio_measured": bool(ratios),
+            "target_met": all(r["ratio"] >= 1.0 for r in ratios.values()) if ratios else None,
+            "loadavg": {"start": [round(x, 2) for x in loadavg_start],
+                        "end": [round(x, 2) for x in os.getloadavg()]},
+        }
+        rows = write_csv(run.add_file("csv", "results.csv"), results, tests, model_path)
+        results["csv_rows"] = len(rows)
+        try:
+            plot_bench(run.add_file("plot", "bench.png"), results, [t["name"] for t in tests])
+        except Exception as exc:  # a missing plot must not lose the measurements
+            run.report["files"].pop("plot", None)
+            run.warn("plot-failed", f"bench.png not written: {exc}")
+        run.finish(results, summary_md=render_summary(results, [t["name"] for t in tests]))
+        return run.folder
+
+
+def _fold_engine(res: dict[str, Any], tests: list[dict[str, Any]], kinds: dict[str, str], work: dict[str, Any],
+                 hw: dict[str, Any]) -> dict[str, Any]:
+    by_test: dict[str, list[dict[str, Any]]] = {}
+    for ev in res["reps"]:
+        by_test.setdefault(ev["test"], []).append(ev)
+    summaries = {t["name"]: summarize_test(by_test[t["name"]]) for t in tests if t["name"] in by_test}
+    entry: dict[str, Any] = {"status": res["status"], "tests": summaries, "rep_loadavg": {
+        name: [ev["loadavg"] for ev in evs] for name, evs in by_test.items()},
+        "rep_utc": {name: [ev["utc"] for ev in evs] for name, evs in by_test.items()},
+        "rep_t_end": {name: [ev["t_end"] for ev in evs] for name, evs in by_test.items()}}
+    for key in ("reason", "load_s", "info"):
+        if key in res:
+            entry[key] = res[key]
+    if "peak_rss_kib" in res:
+        entry["peak_rss_bytes"] = res["peak_rss_kib"] * 1024
+    if "rss_after_load_kib" in res:
+        entry["rss_after_load_bytes"] = res["rss_after_load_kib"] * 1024
+    entry["fractions"] = fractions(summaries, kinds, work, hw) if summaries else {}
+    return entry
+
+
+NOISY_CV = 0.2  # stddev / mean of tok/s above which a test's repetitions disagree too much to trust
+
+
+def _warn_noise(run: Any, engine_results: dict[str, dict[str, Any]], loadavg_start: list[float], threads: int) -> None:
+    """Say loudly when the numbers are unlikely to mean what they seem (a busy machine)."""
+    cpus = usable_cpus()
+    if loadavg_start and loadavg_start[0] + threads > cpus:
+        run.warn("busy-machine", f"load average {loadavg_start[0]:.2f} at start plus {threads} benchmark threads exceeds "
+                 f"{cpus} CPUs: the engines compete with other work, and an engine whose threads spin at barriers "
+                 "loses most; prefer -t 1 here, or a quieter machine")
+    noisy = [f"{e} {name} ({t['tok_s_stddev'] / t['tok_s']:.0%})" for e, r in engine_results.items()
+             for name, t in r["tests"].items() if t["reps"] > 1 and t["tok_s_stddev"] > NOISY_CV * t["tok_s"]]
+    if noisy:
+        run.warn("noisy", f"tok/s varies by more than {NOISY_CV:.0%} of the mean between repetitions in: "
+                 f"{', '.join(noisy)}; compare the ratio of best repetitions, or rerun on a quieter machine")
+
+
+def _ratios(engine_results: dict[str, dict[str, Any]], tests: list[dict[str, Any]]) -> dict[str, Any]:
+    ours = engine_results.get("ds4kit", {})
+    theirs = engine_results.get("llama.cpp", {})
+    if ours.get("status") != "ok" or theirs.get("status") != "ok":
+        return {}
+    out = {}
+    for t in tests:
+        a, b = ours["tests"][t["name"]], theirs["tests"][t["name"]]
+        r = a["tok_s"] / b["tok_s"]
+        out[t["name"]] = {"ds4kit_tok_s": a["tok_s"], "llama_cpp_tok_s": b["tok_s"], "ratio": r, "target_met": r >= 1.0,
+                          # best repetition of each: the least disturbed by other load on a shared machine
+                          "ratio_best": a["tok_s_best"] / b["tok_s_best"]}
+    return out
