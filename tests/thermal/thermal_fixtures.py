@@ -31,22 +31,28 @@ class V1_0(C.Structure):
                 ("throttle_status", u32), ("current_fan_speed", u16), ("pcie_link_width", u8), ("pcie_link_speed", u8)]
 
 
+# The v1.1+ prefix shared by V1_3 and the remaining v1 layouts (transcribed from the same header).
+def _v1_common(with_hbm_ts: bool):
+    f = [("common_header", Header),
+         ("temperature_edge", u16), ("temperature_hotspot", u16), ("temperature_mem", u16),
+         ("temperature_vrgfx", u16), ("temperature_vrsoc", u16), ("temperature_vrmem", u16),
+         ("average_gfx_activity", u16), ("average_umc_activity", u16), ("average_mm_activity", u16),
+         ("average_socket_power", u16), ("energy_accumulator", u64), ("system_clock_counter", u64),
+         ("average_gfxclk_frequency", u16), ("average_socclk_frequency", u16), ("average_uclk_frequency", u16),
+         ("average_vclk0_frequency", u16), ("average_dclk0_frequency", u16), ("average_vclk1_frequency", u16),
+         ("average_dclk1_frequency", u16),
+         ("current_gfxclk", u16), ("current_socclk", u16), ("current_uclk", u16), ("current_vclk0", u16),
+         ("current_dclk0", u16), ("current_vclk1", u16), ("current_dclk1", u16),
+         ("throttle_status", u32), ("current_fan_speed", u16), ("pcie_link_width", u16),
+         ("pcie_link_speed", u16), ("padding", u16), ("gfx_activity_acc", u32), ("mem_activity_acc", u32),
+         ("temperature_hbm", u16 * 4)]
+    return f + ([("firmware_timestamp", u64)] if with_hbm_ts else [])
+
+
 class V1_3(C.Structure):
-    _fields_ = [("common_header", Header),
-                ("temperature_edge", u16), ("temperature_hotspot", u16), ("temperature_mem", u16),
-                ("temperature_vrgfx", u16), ("temperature_vrsoc", u16), ("temperature_vrmem", u16),
-                ("average_gfx_activity", u16), ("average_umc_activity", u16), ("average_mm_activity", u16),
-                ("average_socket_power", u16), ("energy_accumulator", u64), ("system_clock_counter", u64),
-                ("average_gfxclk_frequency", u16), ("average_socclk_frequency", u16), ("average_uclk_frequency", u16),
-                ("average_vclk0_frequency", u16), ("average_dclk0_frequency", u16), ("average_vclk1_frequency", u16),
-                ("average_dclk1_frequency", u16),
-                ("current_gfxclk", u16), ("current_socclk", u16), ("current_uclk", u16), ("current_vclk0", u16),
-                ("current_dclk0", u16), ("current_vclk1", u16), ("current_dclk1", u16),
-                ("throttle_status", u32), ("current_fan_speed", u16), ("pcie_link_width", u16),
-                ("pcie_link_speed", u16), ("padding", u16), ("gfx_activity_acc", u32), ("mem_activity_acc", u32),
-                ("temperature_hbm", u16 * 4), ("firmware_timestamp", u64),
-                ("voltage_soc", u16), ("voltage_gfx", u16), ("voltage_mem", u16), ("padding1", u16),
-                ("indep_throttle_status", u64)]
+    _fields_ = _v1_common(with_hbm_ts=True) + [
+        ("voltage_soc", u16), ("voltage_gfx", u16), ("voltage_mem", u16), ("padding1", u16),
+        ("indep_throttle_status", u64)]
 
 
 class V2_2(C.Structure):
@@ -95,24 +101,7 @@ class V3_0Early(C.Structure):
 REVISION = {V1_0: (1, 0), V1_3: (1, 3), V2_2: (2, 2), V3_0: (3, 0), V3_0Early: (3, 0)}
 
 
-# The remaining layouts, for the offset check only (transcribed from the same header).
-def _v1_common(with_hbm_ts: bool):
-    f = [("common_header", Header),
-         ("temperature_edge", u16), ("temperature_hotspot", u16), ("temperature_mem", u16),
-         ("temperature_vrgfx", u16), ("temperature_vrsoc", u16), ("temperature_vrmem", u16),
-         ("average_gfx_activity", u16), ("average_umc_activity", u16), ("average_mm_activity", u16),
-         ("average_socket_power", u16), ("energy_accumulator", u64), ("system_clock_counter", u64),
-         ("average_gfxclk_frequency", u16), ("average_socclk_frequency", u16), ("average_uclk_frequency", u16),
-         ("average_vclk0_frequency", u16), ("average_dclk0_frequency", u16), ("average_vclk1_frequency", u16),
-         ("average_dclk1_frequency", u16),
-         ("current_gfxclk", u16), ("current_socclk", u16), ("current_uclk", u16), ("current_vclk0", u16),
-         ("current_dclk0", u16), ("current_vclk1", u16), ("current_dclk1", u16),
-         ("throttle_status", u32), ("current_fan_speed", u16), ("pcie_link_width", u16),
-         ("pcie_link_speed", u16), ("padding", u16), ("gfx_activity_acc", u32), ("mem_activity_acc", u32),
-         ("temperature_hbm", u16 * 4)]
-    return f + ([("firmware_timestamp", u64)] if with_hbm_ts else [])
-
-
+# The remaining layouts, for the offset check only.
 class V1_1(C.Structure):
     _fields_ = _v1_common(False)
 
