@@ -33,7 +33,7 @@ def _flatten(prefix: str, value, out: list[tuple[str, str]], depth: int = 0) -> 
 
 @click.group()
 def report() -> None:
-    """Inspect and compare run folders."""
+    """Inspect run folders (report.json, checked against its schema)."""
 
 
 @report.command("show")
