@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/cpu_numerics.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
@@ -206,46 +207,54 @@ public:
 
     void indexer_scores(const float* q, const float* w, int64_t n_head, int64_t d, const uint16_t* rows,
                         int64_t n_rows, double* scores) override {
-        std::vector<double> k((size_t)d);
+        const AttnKernels& ak = attn_kernels();
+        qd_.resize((size_t)(n_head * d));
+        for (int64_t i = 0; i < n_head * d; ++i) qd_[(size_t)i] = q[i];
+        krow_.resize((size_t)d);
         for (int64_t c = 0; c < n_rows; ++c) {
-            for (int64_t i = 0; i < d; ++i) k[(size_t)i] = f16_to_f32(rows[c * d + i]);
+            ak.f16_to_f32_row(rows + c * d, krow_.data(), d);
             double acc = 0.0;
             for (int64_t h = 0; h < n_head; ++h) {
-                double dot = 0.0;
-                for (int64_t i = 0; i < d; ++i) dot += (double)q[h * d + i] * k[(size_t)i];
+                const double dot = ak.dot(qd_.data() + h * d, krow_.data(), d);
                 acc += (double)w[h] * std::max(dot, 0.0);
             }
             scores[c] = acc;
         }
     }
 
+    // Keys are converted to float once per call and shared by all heads; scores
+    // and the weighted sum reduce in double through attn_kernels (same bits on
+    // every ISA). Scratch lives in the backend: no allocation per token once warm.
     void attention(const float* Q, int64_t n_head, int64_t D, const KeyRows& keys, const float* sinks,
                    float* O) override {
+        const AttnKernels& ak = attn_kernels();
         const int64_t T = (int64_t)keys.rows.size();
-        std::vector<float> K((size_t)(T * D));
-        for (int64_t t = 0; t < T; ++t) {
-            for (int64_t i = 0; i < D; ++i) K[(size_t)(t * D + i)] = f16_to_f32(keys.rows[(size_t)t][i]);
-        }
+        K_.resize((size_t)(T * D));
+        for (int64_t t = 0; t < T; ++t) ak.f16_to_f32_row(keys.rows[(size_t)t], K_.data() + t * D, D);
+        qd_.resize((size_t)(n_head * D));
+        s_.resize((size_t)(n_head * T));
+        o_.resize((size_t)(n_head * D));
+        const float* K = K_.data();
         const double inv_sqrt_d = 1.0 / std::sqrt((double)D);
         pool_.parallel_for(n_head, 1, [&](int64_t hb, int64_t he) {
-            std::vector<double> s((size_t)T), o((size_t)D);
             for (int64_t h = hb; h < he; ++h) {
-                const float* q = Q + h * D;
+                double* q = qd_.data() + h * D;
+                double* s = s_.data() + h * T;
+                double* o = o_.data() + h * D;
+                for (int64_t i = 0; i < D; ++i) q[i] = Q[h * D + i];
                 double mx = sinks[h];
                 for (int64_t t = 0; t < T; ++t) {
-                    double dot = 0.0;
-                    for (int64_t i = 0; i < D; ++i) dot += (double)q[i] * (double)K[(size_t)(t * D + i)];
-                    s[(size_t)t] = dot * inv_sqrt_d;
-                    mx = std::max(mx, s[(size_t)t]);
+                    s[t] = ak.dot(q, K + t * D, D) * inv_sqrt_d;
+                    mx = std::max(mx, s[t]);
                 }
                 double den = std::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
-                std::fill(o.begin(), o.end(), 0.0);
+                std::fill(o, o + D, 0.0);
                 for (int64_t t = 0; t < T; ++t) {
-                    const double e = std::exp(s[(size_t)t] - mx);
+                    const double e = std::exp(s[t] - mx);
                     den += e;
-                    for (int64_t i = 0; i < D; ++i) o[(size_t)i] += e * (double)K[(size_t)(t * D + i)];
+                    ak.axpy(e, K + t * D, o, D);
                 }
-                for (int64_t i = 0; i < D; ++i) O[h * D + i] = (float)(o[(size_t)i] / den);
+                for (int64_t i = 0; i < D; ++i) O[h * D + i] = (float)(o[i] / den);
             }
         });
     }
@@ -300,6 +309,9 @@ public:
 
 private:
     ThreadPool pool_;
+    // Per-call scratch, reused (grows to the largest call, then stays).
+    std::vector<float> K_, krow_;
+    std::vector<double> qd_, s_, o_;
 };
 
 }  // namespace
