@@ -58,11 +58,8 @@ public:
         // Each output element is one dot_row_cols reduction: the split over rows
         // cannot change any value.
         pool_.parallel_for(n_rows, 8, [&](int64_t b, int64_t e) {
-            std::vector<float> tmp((size_t)ncols);
-            for (int64_t r = b; r < e; ++r) {
-                dot_row_cols(W.type, W.row(row0 + r), X, ldx, ncols, tmp.data(), n, W.name.c_str());
-                for (int c = 0; c < ncols; ++c) Y[(int64_t)c * ldy + r] = tmp[(size_t)c];
-            }
+            matmul_rows(W.type, W.row(row0 + b), (int64_t)W.row_bytes, e - b, X, ldx, ncols, Y + b, ldy, n,
+                        W.name.c_str());
         });
     }
 
