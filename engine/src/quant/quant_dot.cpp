@@ -142,6 +142,12 @@ void matmul_rows(uint32_t type, const void* W, int64_t row_stride_bytes, int64_t
     }
     const DotColsFn fn = dot_cols_impl();
     const uint8_t* base = static_cast<const uint8_t*>(W);
+#if defined(DS4_X86)
+    static const bool use_avx512 = fn == detail::dot_cols_avx2 && cpu_has_avx512();
+    if (use_avx512 && n % 16 == 0) {
+        return detail::matmul_avx512(type, base, row_stride_bytes, n_rows, X, ldx, ncols, Y, ldy, n);
+    }
+#endif
     constexpr int kMaxCols = 64;
     float tmp[kMaxCols];
     for (int64_t r = 0; r < n_rows; ++r) {

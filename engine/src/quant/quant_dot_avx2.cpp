@@ -416,6 +416,41 @@ void dot_floats(const uint8_t* row, int64_t n, const float* X, int64_t ldx, int 
 
 namespace detail {
 
+void dequant_row_avx2(uint32_t type, const uint8_t* row, int64_t n, float* y) {
+    auto blocks = [&](auto deq) {
+        using Deq = decltype(deq);
+        for (int64_t i = 0; i < n / Deq::kBlock; ++i) Deq::run(row + i * Deq::kBytes, y + i * Deq::kBlock);
+    };
+    auto floats = [&](auto src) {
+        using Src = decltype(src);
+        alignas(32) float tmp[kFloatSpan];
+        for (int64_t start = 0; start < n; start += kFloatSpan) {
+            const int len = (int)std::min<int64_t>(kFloatSpan, n - start);
+            const float* w;
+            Src::run(row + start * Src::kElemBytes, len, tmp, &w);
+            std::memcpy(y + start, w, (size_t)len * 4);
+        }
+    };
+    switch (type) {
+        case 0: return floats(SrcF32{});
+        case 1: return floats(SrcF16{});
+        case 30: return floats(SrcBf16{});
+        case 8: return blocks(DeqQ8_0{});
+        case 2: return blocks(DeqQ4_0{});
+        case 12: return blocks(DeqQ4_K{});
+        case 10: return blocks(DeqQ2_K{});
+        case 16: return blocks(DeqIq2Xxs{});
+        case 39: return blocks(DeqMxfp4{});
+        case 100: return blocks(DeqRocmfp4<true>{});
+        case 101: return blocks(DeqRocmfp4<false>{});
+        case 102: return blocks(DeqRocmfp6{});
+        case 103: return blocks(DeqRocmfp8{});
+        case 104: return blocks(DeqRocmfp3{});
+        case 107: return blocks(DeqRocmfp2{});
+        default: return dequantize_row(type, row, y, n);  // unreachable: types are checked
+    }
+}
+
 void dot_cols_avx2(uint32_t type, const uint8_t* row, const float* X, int64_t ldx, int ncols, float* out,
                    int64_t n) {
     switch (type) {
