@@ -8,30 +8,33 @@ namespace ds4 {
 namespace detail {
 namespace {
 
-double dot_scalar(const double* q, const float* k, int64_t n) {
+double dot_scalar(const double* q, const double* k, int64_t n) {
     const int64_t n16 = n - n % 16;
     double a[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int64_t i = 0; i < n16; i += 16) {
-        for (int l = 0; l < 16; ++l) a[l] += q[i + l] * (double)k[i + l];
+        for (int l = 0; l < 16; ++l) a[l] += q[i + l] * k[i + l];
     }
     double s[4];
     for (int l = 0; l < 4; ++l) s[l] = (a[l] + a[4 + l]) + (a[8 + l] + a[12 + l]);
     double r = (s[0] + s[1]) + (s[2] + s[3]);
-    for (int64_t i = n16; i < n; ++i) r += q[i] * (double)k[i];
+    for (int64_t i = n16; i < n; ++i) r += q[i] * k[i];
     return r;
 }
 
-void axpy_scalar(double e, const float* k, double* o, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) o[i] += e * (double)k[i];
+void weighted_sum_scalar(const double* e, const double* K, int64_t T, int64_t n, double* o) {
+    for (int64_t i = 0; i < n; ++i) o[i] = 0.0;
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t i = 0; i < n; ++i) o[i] += e[t] * K[t * n + i];
+    }
 }
 
-void f16_row_scalar(const uint16_t* src, float* dst, int64_t n) {
+void f16_row_scalar(const uint16_t* src, double* dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
 
 }  // namespace
 
-const AttnKernels kAttnKernelsScalar = {dot_scalar, axpy_scalar, f16_row_scalar, "scalar"};
+const AttnKernels kAttnKernelsScalar = {dot_scalar, weighted_sum_scalar, f16_row_scalar, "scalar"};
 
 }  // namespace detail
 

@@ -1,5 +1,5 @@
-// Inner loops of attention and indexer scoring: float keys against double
-// queries, reduced in double. Two implementations, chosen once per process
+// Inner loops of attention and indexer scoring: keys (F16 values held as
+// double) against double queries (float values), reduced in double. Two implementations, chosen once per process
 // (avx2 when the CPU has AVX2+FMA+F16C, else portable), that give the SAME
 // bits: a float*float product is exact in double, so an FMA rounds exactly like
 // the separate multiply and add; the summation order is spelled out below and
@@ -15,11 +15,11 @@ namespace ds4 {
 
 struct AttnKernels {
     // sum_i q[i] * k[i] in the fixed order above.
-    double (*dot)(const double* q, const float* k, int64_t n);
-    // o[i] += e * k[i] for i < n.
-    void (*axpy)(double e, const float* k, double* o, int64_t n);
-    // dst[i] = F16 src[i] as float (exact).
-    void (*f16_to_f32_row)(const uint16_t* src, float* dst, int64_t n);
+    double (*dot)(const double* q, const double* k, int64_t n);
+    // o[i] = sum_t e[t] * K[t*n + i], t = 0..T-1 in order, starting from 0.
+    void (*weighted_sum)(const double* e, const double* K, int64_t T, int64_t n, double* o);
+    // dst[i] = F16 src[i] as double (exact).
+    void (*f16_to_f64_row)(const uint16_t* src, double* dst, int64_t n);
     const char* name;
 };
 

@@ -209,7 +209,7 @@ public:
         for (int64_t i = 0; i < n_head * d; ++i) qd_[(size_t)i] = q[i];
         krow_.resize((size_t)d);
         for (int64_t c = 0; c < n_rows; ++c) {
-            ak.f16_to_f32_row(rows + c * d, krow_.data(), d);
+            ak.f16_to_f64_row(rows + c * d, krow_.data(), d);
             double acc = 0.0;
             for (int64_t h = 0; h < n_head; ++h) {
                 const double dot = ak.dot(qd_.data() + h * d, krow_.data(), d);
@@ -227,17 +227,15 @@ public:
         const AttnKernels& ak = attn_kernels();
         const int64_t T = (int64_t)keys.rows.size();
         K_.resize((size_t)(T * D));
-        for (int64_t t = 0; t < T; ++t) ak.f16_to_f32_row(keys.rows[(size_t)t], K_.data() + t * D, D);
+        for (int64_t t = 0; t < T; ++t) ak.f16_to_f64_row(keys.rows[(size_t)t], K_.data() + t * D, D);
         qd_.resize((size_t)(n_head * D));
         s_.resize((size_t)(n_head * T));
-        o_.resize((size_t)(n_head * D));
-        const float* K = K_.data();
+        const double* K = K_.data();
         const double inv_sqrt_d = 1.0 / std::sqrt((double)D);
         pool_.parallel_for(n_head, 1, [&](int64_t hb, int64_t he) {
             for (int64_t h = hb; h < he; ++h) {
                 double* q = qd_.data() + h * D;
                 double* s = s_.data() + h * T;
-                double* o = o_.data() + h * D;
                 for (int64_t i = 0; i < D; ++i) q[i] = Q[h * D + i];
                 double mx = sinks[h];
                 for (int64_t t = 0; t < T; ++t) {
@@ -245,12 +243,12 @@ public:
                     mx = std::max(mx, s[t]);
                 }
                 double den = std::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
-                std::fill(o, o + D, 0.0);
                 for (int64_t t = 0; t < T; ++t) {
-                    const double e = std::exp(s[t] - mx);
-                    den += e;
-                    ak.axpy(e, K + t * D, o, D);
+                    s[t] = std::exp(s[t] - mx);  // now the weight
+                    den += s[t];
                 }
+                double* o = q;  // q is no longer needed: the weighted sum lands there
+                ak.weighted_sum(s, K, T, D, o);
                 for (int64_t i = 0; i < D; ++i) O[h * D + i] = (float)(o[i] / den);
             }
         });
@@ -307,8 +305,7 @@ public:
 private:
     ThreadPool pool_;
     // Per-call scratch, reused (grows to the largest call, then stays).
-    std::vector<float> K_, krow_;
-    std::vector<double> qd_, s_, o_;
+    std::vector<double> K_, krow_, qd_, s_;
 };
 
 }  // namespace
