@@ -8,12 +8,19 @@
 // sum splits it back and reduces exactly like hsum_fixed. With n % 16 == 0 there is
 // no 8-step or scalar tail. The gain is the register file: a tile of up to 4 rows x
 // 4 columns keeps 16 accumulators, so each weight and activation load feeds 4 FMAs.
+// GCC 12's AVX-512 headers pass _mm512_undefined_* as the masked-off source of
+// unmasked intrinsics and then warn about it (GCC bug 105593): a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "quant/dequant_blocks.h"
 #include "quant/quant_dot.h"
 
 namespace ds4 {
@@ -63,6 +70,45 @@ void row_tile(const float* w, int64_t n, const float* X, int64_t ldx, int ncols,
     }
 }
 
+// 16-lane decoders for the commonest types; each value is the same single
+// rounding (float(q) * d, or the exact F16 widening) as the AVX2 decoders.
+void deq_q8_0(const uint8_t* row, int64_t n, float* y) {
+    for (int64_t i = 0; i < n / 32; ++i, row += 34, y += 32) {
+        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(row)));
+        const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2));
+        const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 18));
+        _mm512_store_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), d));
+        _mm512_store_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)), d));
+    }
+}
+
+void deq_q4_0(const uint8_t* row, int64_t n, float* y) {
+    const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    for (int64_t i = 0; i < n / 32; ++i, row += 18, y += 32) {
+        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(row)));
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2));
+        const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);  // elements 0..15
+        const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);  // 16..31
+        _mm512_store_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), d));
+        _mm512_store_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), d));
+    }
+}
+
+void deq_f16(const uint8_t* row, int64_t n, float* y) {  // n % 16 == 0 here
+    for (int64_t j = 0; j < n; j += 16) {
+        _mm512_store_ps(y + j, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * j))));
+    }
+}
+
+void dequant_row(uint32_t type, const uint8_t* row, int64_t n, float* y) {
+    switch (type) {
+        case 8: return deq_q8_0(row, n, y);
+        case 2: return deq_q4_0(row, n, y);
+        case 1: return deq_f16(row, n, y);
+        default: return dequant_row_avx2(type, row, n, y);
+    }
+}
+
 // R rows of n floats, 64-byte aligned, per thread; grows, then stays.
 float* rows_buffer(int64_t floats) {
     thread_local std::vector<float> buf;
@@ -79,7 +125,7 @@ void matmul_avx512(uint32_t type, const uint8_t* W, int64_t row_stride_bytes, in
     float* w = rows_buffer(kRows * n);
     for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
         const int nr = (int)std::min<int64_t>(kRows, n_rows - r0);
-        for (int r = 0; r < nr; ++r) dequant_row_avx2(type, W + (r0 + r) * row_stride_bytes, n, w + r * n);
+        for (int r = 0; r < nr; ++r) dequant_row(type, W + (r0 + r) * row_stride_bytes, n, w + r * n);
         switch (nr) {
             case 4: row_tile<4>(w, n, X, ldx, ncols, Y + r0, ldy); break;
             case 3: row_tile<3>(w, n, X, ldx, ncols, Y + r0, ldy); break;
