@@ -7,7 +7,6 @@
 
 namespace ds4 {
 namespace detail {
-namespace {
 
 double dot_avx2(const double* q, const double* k, int64_t n) {
     const int64_t n16 = n - n % 16;
@@ -61,9 +60,22 @@ void f16_row_avx2(const uint16_t* src, double* dst, int64_t n) {
     for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
 
+namespace {
+void scores4_avx2(const double* q, int nh, const double* K, int64_t T, int64_t n, double* s);
+void weighted_sums4_avx2(const double* e, int nh, const double* K, int64_t T, int64_t n, double* o);
 }  // namespace
 
-const AttnKernels kAttnKernelsAvx2 = {dot_avx2, weighted_sum_avx2, f16_row_avx2, "avx2"};
+const AttnKernels kAttnKernelsAvx2 = {dot_avx2, weighted_sum_avx2, f16_row_avx2, scores4_avx2, weighted_sums4_avx2,
+                                      "avx2"};
+
+namespace {
+void scores4_avx2(const double* q, int nh, const double* K, int64_t T, int64_t n, double* s) {
+    scores4_generic(kAttnKernelsAvx2, q, nh, K, T, n, s);
+}
+void weighted_sums4_avx2(const double* e, int nh, const double* K, int64_t T, int64_t n, double* o) {
+    weighted_sums4_generic(kAttnKernelsAvx2, e, nh, K, T, n, o);
+}
+}  // namespace
 
 }  // namespace detail
 }  // namespace ds4

@@ -232,24 +232,36 @@ public:
         s_.resize((size_t)(n_head * T));
         const double* K = K_.data();
         const double inv_sqrt_d = 1.0 / std::sqrt((double)D);
-        pool_.parallel_for(n_head, 1, [&](int64_t hb, int64_t he) {
-            for (int64_t h = hb; h < he; ++h) {
-                double* q = qd_.data() + h * D;
-                double* s = s_.data() + h * T;
-                for (int64_t i = 0; i < D; ++i) q[i] = Q[h * D + i];
-                double mx = sinks[h];
-                for (int64_t t = 0; t < T; ++t) {
-                    s[t] = ak.dot(q, K + t * D, D) * inv_sqrt_d;
-                    mx = std::max(mx, s[t]);
+        // Heads in groups of 4 (a group reads each key row once); a head's bits do
+        // not depend on its group.
+        const int64_t n_groups = (n_head + 3) / 4;
+        pool_.parallel_for(n_groups, 1, [&](int64_t gb, int64_t ge) {
+            for (int64_t g = gb; g < ge; ++g) {
+                const int64_t h0 = g * 4;
+                const int nh = (int)std::min<int64_t>(4, n_head - h0);
+                double* q = qd_.data() + h0 * D;
+                double* s = s_.data() + h0 * T;
+                for (int64_t i = 0; i < nh * D; ++i) q[i] = Q[h0 * D + i];
+                ak.scores4(q, nh, K, T, D, s);
+                double den[4];
+                for (int j = 0; j < nh; ++j) {
+                    const int64_t h = h0 + j;
+                    double* sh = s + j * T;
+                    double mx = sinks[h];
+                    for (int64_t t = 0; t < T; ++t) {
+                        sh[t] *= inv_sqrt_d;
+                        mx = std::max(mx, sh[t]);
+                    }
+                    den[j] = std::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
+                    for (int64_t t = 0; t < T; ++t) {
+                        sh[t] = std::exp(sh[t] - mx);  // now the weight
+                        den[j] += sh[t];
+                    }
                 }
-                double den = std::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
-                for (int64_t t = 0; t < T; ++t) {
-                    s[t] = std::exp(s[t] - mx);  // now the weight
-                    den += s[t];
+                ak.weighted_sums4(s, nh, K, T, D, q);  // q is no longer needed: the sums land there
+                for (int j = 0; j < nh; ++j) {
+                    for (int64_t i = 0; i < D; ++i) O[(h0 + j) * D + i] = (float)(q[j * D + i] / den[j]);
                 }
-                double* o = q;  // q is no longer needed: the weighted sum lands there
-                ak.weighted_sum(s, K, T, D, o);
-                for (int64_t i = 0; i < D; ++i) O[h * D + i] = (float)(o[i] / den);
             }
         });
     }
