@@ -298,7 +298,10 @@ public:
             }
             matmul(wg, 0, F, x, E, (int)m, gate, F);
             matmul(wu, 0, F, x, E, (int)m, up, F);
-            for (int64_t i = 0; i < m * F; ++i) gate[i] = clamped_swiglu(gate[i], up[i], c);
+            // Elementwise (one exp each): split over the pool, values cannot change.
+            pool_.parallel_for(m * F, 512, [&](int64_t b, int64_t e) {
+                for (int64_t i = b; i < e; ++i) gate[i] = clamped_swiglu(gate[i], up[i], c);
+            });
             matmul(wd, 0, E, gate, F, (int)m, out, E);
             for (int64_t j = 0; j < m; ++j) {
                 const int64_t slot = uses[(size_t)j].first * (K + 1) + uses[(size_t)j].second;
@@ -321,16 +324,19 @@ public:
         all.resize((size_t)n_tokens);
         for (int64_t i = 0; i < n_tokens; ++i) all[(size_t)i] = {i, K};
         run(lw.ffn_gate_shexp, lw.ffn_up_shexp, lw.ffn_down_shexp, clamp_shared, all);
-        // Per-token sums in a fixed order (k = 0..K-1, then the shared expert).
-        for (int64_t i = 0; i < n_tokens; ++i) {
-            for (int64_t d = 0; d < E; ++d) {
-                double acc = 0.0;
-                const float* slots = down.data() + i * (K + 1) * E + d;  // slot k at slots[k * E]
-                for (int64_t k = 0; k < K; ++k) acc += (double)weights[i * K + k] * (double)slots[k * E];
-                acc += (double)slots[K * E];
-                y[i * E + d] = (float)acc;
+        // Per-token sums in a fixed order (k = 0..K-1, then the shared expert); each
+        // y element is its own sum, so splitting over d cannot change a value.
+        pool_.parallel_for(E, 128, [&](int64_t db, int64_t de) {
+            for (int64_t i = 0; i < n_tokens; ++i) {
+                for (int64_t d = db; d < de; ++d) {
+                    double acc = 0.0;
+                    const float* slots = down.data() + i * (K + 1) * E + d;  // slot k at slots[k * E]
+                    for (int64_t k = 0; k < K; ++k) acc += (double)weights[i * K + k] * (double)slots[k * E];
+                    acc += (double)slots[K * E];
+                    y[i * E + d] = (float)acc;
+                }
             }
-        }
+        });
     }
 
 private:
