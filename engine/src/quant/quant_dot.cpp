@@ -128,6 +128,37 @@ void matvec(uint32_t type, const void* W, int64_t row_stride_bytes, int64_t n_ro
     for (int64_t r = 0; r < n_rows; ++r) fn(type, base + r * row_stride_bytes, x, n, 1, y + r, n);
 }
 
+void matmul_rows(uint32_t type, const void* W, int64_t row_stride_bytes, int64_t n_rows, const float* X,
+                 int64_t ldx, int ncols, float* Y, int64_t ldy, int64_t n, const char* what) {
+    const uint64_t row_bytes = quant_check_row(type, n, what);
+    if (n_rows < 0 || (n_rows > 1 && row_stride_bytes < (int64_t)row_bytes)) {
+        throw ArgumentError(tensor_label(what) + ": row stride " + std::to_string(row_stride_bytes) +
+                            " bytes is smaller than one row (" + std::to_string(row_bytes) + " bytes)");
+    }
+    if (ncols < 0) throw ArgumentError(tensor_label(what) + ": negative column count " + std::to_string(ncols));
+    if (ncols > 1 && ldx < n) {
+        throw ArgumentError(tensor_label(what) + ": column stride " + std::to_string(ldx) +
+                            " is smaller than the row length " + std::to_string(n));
+    }
+    const DotColsFn fn = dot_cols_impl();
+    const uint8_t* base = static_cast<const uint8_t*>(W);
+#if defined(DS4_X86)
+    static const bool use_avx512 = fn == detail::dot_cols_avx2 && cpu_has_avx512();
+    if (use_avx512 && n % 16 == 0) {
+        return detail::matmul_avx512(type, base, row_stride_bytes, n_rows, X, ldx, ncols, Y, ldy, n);
+    }
+#endif
+    constexpr int kMaxCols = 64;
+    float tmp[kMaxCols];
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int c0 = 0; c0 < ncols; c0 += kMaxCols) {
+            const int nc = std::min(kMaxCols, ncols - c0);
+            fn(type, base + r * row_stride_bytes, X + (int64_t)c0 * ldx, ldx, nc, tmp, n);
+            for (int c = 0; c < nc; ++c) Y[(int64_t)(c0 + c) * ldy + r] = tmp[c];
+        }
+    }
+}
+
 const char* quant_dispatch_name() {
 #if defined(DS4_X86)
     if (dot_cols_impl() == detail::dot_cols_avx2) return "avx2";

@@ -32,6 +32,11 @@ void dot_row_cols(uint32_t type, const void* row, const float* X, int64_t ldx, i
 void matvec(uint32_t type, const void* W, int64_t row_stride_bytes, int64_t n_rows, const float* x,
             int64_t n, float* y, const char* what = nullptr);
 
+// Y[c*ldy + r] = dot_row(type, W + r*row_stride_bytes, X + c*ldx, n) for r < n_rows,
+// c < ncols, bit for bit; arguments are checked once, not per row.
+void matmul_rows(uint32_t type, const void* W, int64_t row_stride_bytes, int64_t n_rows, const float* X,
+                 int64_t ldx, int ncols, float* Y, int64_t ldy, int64_t n, const char* what = nullptr);
+
 // Throws the errors above if `type` has no kernels or n is not a whole number of
 // blocks; returns the byte size of one row of n elements.
 uint64_t quant_check_row(uint32_t type, int64_t n, const char* what);
@@ -46,6 +51,12 @@ void dot_cols_scalar(uint32_t type, const uint8_t* row, const float* X, int64_t 
 #if defined(DS4_X86)
 void dot_cols_avx2(uint32_t type, const uint8_t* row, const float* X, int64_t ldx, int ncols,
                    float* out, int64_t n);
+// The row dequantised with the AVX2 decoders into y (32-byte aligned, n floats).
+void dequant_row_avx2(uint32_t type, const uint8_t* row, int64_t n, float* y);
+// matmul_rows for n % 16 == 0 with AVX-512 register tiles: bit for bit what
+// dot_cols_avx2 gives (one 16-lane accumulator holds its two 8-lane ones).
+void matmul_avx512(uint32_t type, const uint8_t* W, int64_t row_stride_bytes, int64_t n_rows, const float* X,
+                   int64_t ldx, int ncols, float* Y, int64_t ldy, int64_t n);
 #endif
 }  // namespace detail
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "quant/dequant_blocks.h"
 #include "quant/quant_dot.h"
@@ -315,41 +316,140 @@ struct ColAcc {
 
 constexpr int kColGroup = 4;
 
+// NC columns against one already-dequantised row w of n floats: exactly the
+// operations ColAcc{}.add(w, x_c, n) performs per column (16-element steps into
+// a0/a1, an 8-step, scalar tail), so the bits equal the span-by-span walk: every
+// span but the last is a multiple of 16 long. Each weight vector is loaded once
+// for all NC columns.
+template <int NC>
+void fma_cols(const float* w, const float* X, int64_t ldx, int64_t n, float* out) {
+    __m256 p0[NC], p1[NC];
+    __m128 t[NC];
+    for (int c = 0; c < NC; ++c) {
+        p0[c] = _mm256_setzero_ps();
+        p1[c] = _mm256_setzero_ps();
+        t[c] = _mm_setzero_ps();
+    }
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        const __m256 w0 = _mm256_load_ps(w + j), w1 = _mm256_load_ps(w + j + 8);
+        for (int c = 0; c < NC; ++c) {
+            p0[c] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(X + c * ldx + j), p0[c]);
+            p1[c] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(X + c * ldx + j + 8), p1[c]);
+        }
+    }
+    if (j + 8 <= n) {
+        const __m256 w0 = _mm256_load_ps(w + j);
+        for (int c = 0; c < NC; ++c) p0[c] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(X + c * ldx + j), p0[c]);
+        j += 8;
+    }
+    for (; j < n; ++j) {
+        for (int c = 0; c < NC; ++c) t[c] = _mm_fmadd_ss(_mm_set_ss(w[j]), _mm_set_ss(X[c * ldx + j]), t[c]);
+    }
+    for (int c = 0; c < NC; ++c) out[c] = hsum_fixed(p0[c], p1[c], t[c]);
+}
+
+// All columns against a dequantised row, in groups of kColGroup.
+void fma_all_cols(const float* w, const float* X, int64_t ldx, int ncols, int64_t n, float* out) {
+    int c0 = 0;
+    for (; c0 + kColGroup <= ncols; c0 += kColGroup) fma_cols<kColGroup>(w, X + c0 * ldx, ldx, n, out + c0);
+    switch (ncols - c0) {
+        case 3: fma_cols<3>(w, X + c0 * ldx, ldx, n, out + c0); break;
+        case 2: fma_cols<2>(w, X + c0 * ldx, ldx, n, out + c0); break;
+        case 1: fma_cols<1>(w, X + c0 * ldx, ldx, n, out + c0); break;
+        default: break;
+    }
+}
+
+// A whole dequantised row, per thread; grows to the longest row, then stays.
+float* row_buffer(int64_t n) {
+    thread_local std::vector<float> buf;
+    if ((int64_t)buf.size() < n + 8) buf.resize((size_t)(n + 8));
+    // Aligned to 32 bytes for the dequantisers' aligned stores.
+    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<float*>((p + 31) & ~uintptr_t(31));
+}
+
 template <class Deq>
 void dot_blocks(const uint8_t* row, int64_t n, const float* X, int64_t ldx, int ncols, float* out) {
-    alignas(32) float tmp[Deq::kBlock];
     const int64_t nb = n / Deq::kBlock;
-    for (int c0 = 0; c0 < ncols; c0 += kColGroup) {
-        const int nc = std::min(kColGroup, ncols - c0);
-        ColAcc acc[kColGroup];
-        const uint8_t* b = row;
-        for (int64_t i = 0; i < nb; ++i, b += Deq::kBytes) {
-            Deq::run(b, tmp);
-            for (int c = 0; c < nc; ++c) acc[c].add(tmp, X + (int64_t)(c0 + c) * ldx + i * Deq::kBlock, Deq::kBlock);
-        }
-        for (int c = 0; c < nc; ++c) out[c0 + c] = acc[c].sum();
+    if (ncols > kColGroup) {
+        // Many columns: decode the row once, not once per column group.
+        float* w = row_buffer(n);
+        for (int64_t i = 0; i < nb; ++i) Deq::run(row + i * Deq::kBytes, w + i * Deq::kBlock);
+        return fma_all_cols(w, X, ldx, ncols, n, out);
     }
+    alignas(32) float tmp[Deq::kBlock];
+    ColAcc acc[kColGroup];
+    const uint8_t* b = row;
+    for (int64_t i = 0; i < nb; ++i, b += Deq::kBytes) {
+        Deq::run(b, tmp);
+        for (int c = 0; c < ncols; ++c) acc[c].add(tmp, X + (int64_t)c * ldx + i * Deq::kBlock, Deq::kBlock);
+    }
+    for (int c = 0; c < ncols; ++c) out[c] = acc[c].sum();
 }
 
 template <class Src>
 void dot_floats(const uint8_t* row, int64_t n, const float* X, int64_t ldx, int ncols, float* out) {
     alignas(32) float tmp[kFloatSpan];
-    for (int c0 = 0; c0 < ncols; c0 += kColGroup) {
-        const int nc = std::min(kColGroup, ncols - c0);
-        ColAcc acc[kColGroup];
+    if (ncols > kColGroup) {
+        float* w = row_buffer(n);
         for (int64_t start = 0; start < n; start += kFloatSpan) {
             const int len = (int)std::min<int64_t>(kFloatSpan, n - start);
-            const float* w;
-            Src::run(row + start * Src::kElemBytes, len, tmp, &w);
-            for (int c = 0; c < nc; ++c) acc[c].add(w, X + (int64_t)(c0 + c) * ldx + start, len);
+            const float* src;
+            Src::run(row + start * Src::kElemBytes, len, tmp, &src);
+            std::memcpy(w + start, src, (size_t)len * 4);
         }
-        for (int c = 0; c < nc; ++c) out[c0 + c] = acc[c].sum();
+        return fma_all_cols(w, X, ldx, ncols, n, out);
     }
+    ColAcc acc[kColGroup];
+    for (int64_t start = 0; start < n; start += kFloatSpan) {
+        const int len = (int)std::min<int64_t>(kFloatSpan, n - start);
+        const float* w;
+        Src::run(row + start * Src::kElemBytes, len, tmp, &w);
+        for (int c = 0; c < ncols; ++c) acc[c].add(w, X + (int64_t)c * ldx + start, len);
+    }
+    for (int c = 0; c < ncols; ++c) out[c] = acc[c].sum();
 }
 
 }  // namespace
 
 namespace detail {
+
+void dequant_row_avx2(uint32_t type, const uint8_t* row, int64_t n, float* y) {
+    auto blocks = [&](auto deq) {
+        using Deq = decltype(deq);
+        for (int64_t i = 0; i < n / Deq::kBlock; ++i) Deq::run(row + i * Deq::kBytes, y + i * Deq::kBlock);
+    };
+    auto floats = [&](auto src) {
+        using Src = decltype(src);
+        alignas(32) float tmp[kFloatSpan];
+        for (int64_t start = 0; start < n; start += kFloatSpan) {
+            const int len = (int)std::min<int64_t>(kFloatSpan, n - start);
+            const float* w;
+            Src::run(row + start * Src::kElemBytes, len, tmp, &w);
+            std::memcpy(y + start, w, (size_t)len * 4);
+        }
+    };
+    switch (type) {
+        case 0: return floats(SrcF32{});
+        case 1: return floats(SrcF16{});
+        case 30: return floats(SrcBf16{});
+        case 8: return blocks(DeqQ8_0{});
+        case 2: return blocks(DeqQ4_0{});
+        case 12: return blocks(DeqQ4_K{});
+        case 10: return blocks(DeqQ2_K{});
+        case 16: return blocks(DeqIq2Xxs{});
+        case 39: return blocks(DeqMxfp4{});
+        case 100: return blocks(DeqRocmfp4<true>{});
+        case 101: return blocks(DeqRocmfp4<false>{});
+        case 102: return blocks(DeqRocmfp6{});
+        case 103: return blocks(DeqRocmfp8{});
+        case 104: return blocks(DeqRocmfp3{});
+        case 107: return blocks(DeqRocmfp2{});
+        default: return dequantize_row(type, row, y, n);  // unreachable: types are checked
+    }
+}
 
 void dot_cols_avx2(uint32_t type, const uint8_t* row, const float* X, int64_t ldx, int ncols, float* out,
                    int64_t n) {

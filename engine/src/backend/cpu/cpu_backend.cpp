@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/cpu_numerics.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
@@ -57,11 +58,8 @@ public:
         // Each output element is one dot_row_cols reduction: the split over rows
         // cannot change any value.
         pool_.parallel_for(n_rows, 8, [&](int64_t b, int64_t e) {
-            std::vector<float> tmp((size_t)ncols);
-            for (int64_t r = b; r < e; ++r) {
-                dot_row_cols(W.type, W.row(row0 + r), X, ldx, ncols, tmp.data(), n, W.name.c_str());
-                for (int c = 0; c < ncols; ++c) Y[(int64_t)c * ldy + r] = tmp[(size_t)c];
-            }
+            matmul_rows(W.type, W.row(row0 + b), (int64_t)W.row_bytes, e - b, X, ldx, ncols, Y + b, ldy, n,
+                        W.name.c_str());
         });
     }
 
@@ -91,7 +89,8 @@ public:
     void fp8_kv_round_trip(float* x, int64_t n, int64_t n_rot) override { fp8_e4m3_round_trip(x, n - n_rot); }
 
     void indexer_transform(float* x, int64_t n_rows, int64_t d, bool fp4) override {
-        std::vector<double> tmp((size_t)d);
+        std::vector<double>& tmp = scratch().krow;
+        tmp.resize((size_t)d);
         for (int64_t r = 0; r < n_rows; ++r) {
             float* row = x + r * d;
             for (int64_t i = 0; i < d; ++i) tmp[(size_t)i] = row[i];
@@ -103,10 +102,12 @@ public:
 
     void hc_pre(const float* X, int64_t n_hc, int64_t E, const WeightView& fn, const float* scale, const float* base,
                 int64_t iters, double hc_eps, double rms_eps, float* u, HcSplit& split) override {
-        std::vector<float> x((size_t)(n_hc * E));
+        std::vector<float>& x = scratch().hc_x;
+        x.resize((size_t)(n_hc * E));
         rms_norm(X, nullptr, n_hc * E, 1, rms_eps, x.data());
         const int64_t n_mix = fn.n_rows();
-        std::vector<float> m((size_t)n_mix);
+        std::vector<float>& m = scratch().hc_m;
+        m.resize((size_t)n_mix);
         matmul(fn, 0, n_mix, x.data(), n_hc * E, 1, m.data(), n_mix);
         const int64_t n = n_hc;
         split.pre.assign((size_t)n, 0.0);
@@ -169,9 +170,11 @@ public:
 
     void hc_head(const float* X, int64_t n_hc, int64_t E, const WeightView& fn, float scale0, const float* base,
                  double hc_eps, double rms_eps, float* e) override {
-        std::vector<float> x((size_t)(n_hc * E));
+        std::vector<float>& x = scratch().hc_x;
+        x.resize((size_t)(n_hc * E));
         rms_norm(X, nullptr, n_hc * E, 1, rms_eps, x.data());
-        std::vector<float> m((size_t)n_hc);
+        std::vector<float>& m = scratch().hc_m;
+        m.resize((size_t)n_hc);
         matmul(fn, 0, n_hc, x.data(), n_hc * E, 1, m.data(), n_hc);
         std::vector<double> w((size_t)n_hc);
         for (int64_t h = 0; h < n_hc; ++h) w[(size_t)h] = sigmoid((double)m[(size_t)h] * scale0 + base[h]) + hc_eps;
@@ -206,46 +209,68 @@ public:
 
     void indexer_scores(const float* q, const float* w, int64_t n_head, int64_t d, const uint16_t* rows,
                         int64_t n_rows, double* scores) override {
-        std::vector<double> k((size_t)d);
+        const AttnKernels& ak = attn_kernels();
+        Scratch& S = scratch();
+        S.qd.resize((size_t)(n_head * d));
+        for (int64_t i = 0; i < n_head * d; ++i) S.qd[(size_t)i] = q[i];
+        S.krow.resize((size_t)d);
         for (int64_t c = 0; c < n_rows; ++c) {
-            for (int64_t i = 0; i < d; ++i) k[(size_t)i] = f16_to_f32(rows[c * d + i]);
+            ak.f16_to_f64_row(rows + c * d, S.krow.data(), d);
             double acc = 0.0;
             for (int64_t h = 0; h < n_head; ++h) {
-                double dot = 0.0;
-                for (int64_t i = 0; i < d; ++i) dot += (double)q[h * d + i] * k[(size_t)i];
+                const double dot = ak.dot(S.qd.data() + h * d, S.krow.data(), d);
                 acc += (double)w[h] * std::max(dot, 0.0);
             }
             scores[c] = acc;
         }
     }
 
+    // Keys are converted to float once per call and shared by all heads; scores
+    // and the weighted sum reduce in double through attn_kernels (same bits on
+    // every ISA). Scratch lives in the backend: no allocation per token once warm.
     void attention(const float* Q, int64_t n_head, int64_t D, const KeyRows& keys, const float* sinks,
                    float* O) override {
+        const AttnKernels& ak = attn_kernels();
         const int64_t T = (int64_t)keys.rows.size();
-        std::vector<float> K((size_t)(T * D));
-        for (int64_t t = 0; t < T; ++t) {
-            for (int64_t i = 0; i < D; ++i) K[(size_t)(t * D + i)] = f16_to_f32(keys.rows[(size_t)t][i]);
-        }
+        Scratch& S = scratch();  // the caller's; the workers get pointers into it
+        S.K.resize((size_t)(T * D));
+        for (int64_t t = 0; t < T; ++t) ak.f16_to_f64_row(keys.rows[(size_t)t], S.K.data() + t * D, D);
+        S.qd.resize((size_t)(n_head * D));
+        S.s.resize((size_t)(n_head * T));
+        const double* K = S.K.data();
+        double* const qd = S.qd.data();
+        double* const sd = S.s.data();
         const double inv_sqrt_d = 1.0 / std::sqrt((double)D);
-        pool_.parallel_for(n_head, 1, [&](int64_t hb, int64_t he) {
-            std::vector<double> s((size_t)T), o((size_t)D);
-            for (int64_t h = hb; h < he; ++h) {
-                const float* q = Q + h * D;
-                double mx = sinks[h];
-                for (int64_t t = 0; t < T; ++t) {
-                    double dot = 0.0;
-                    for (int64_t i = 0; i < D; ++i) dot += (double)q[i] * (double)K[(size_t)(t * D + i)];
-                    s[(size_t)t] = dot * inv_sqrt_d;
-                    mx = std::max(mx, s[(size_t)t]);
+        // Heads in groups of 4 (a group reads each key row once); a head's bits do
+        // not depend on its group.
+        const int64_t n_groups = (n_head + 3) / 4;
+        pool_.parallel_for(n_groups, 1, [&](int64_t gb, int64_t ge) {
+            for (int64_t g = gb; g < ge; ++g) {
+                const int64_t h0 = g * 4;
+                const int nh = (int)std::min<int64_t>(4, n_head - h0);
+                double* q = qd + h0 * D;
+                double* s = sd + h0 * T;
+                for (int64_t i = 0; i < nh * D; ++i) q[i] = Q[h0 * D + i];
+                ak.scores4(q, nh, K, T, D, s);
+                double den[4];
+                for (int j = 0; j < nh; ++j) {
+                    const int64_t h = h0 + j;
+                    double* sh = s + j * T;
+                    double mx = sinks[h];
+                    for (int64_t t = 0; t < T; ++t) {
+                        sh[t] *= inv_sqrt_d;
+                        mx = std::max(mx, sh[t]);
+                    }
+                    den[j] = std::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
+                    for (int64_t t = 0; t < T; ++t) {
+                        sh[t] = std::exp(sh[t] - mx);  // now the weight
+                        den[j] += sh[t];
+                    }
                 }
-                double den = std::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
-                std::fill(o.begin(), o.end(), 0.0);
-                for (int64_t t = 0; t < T; ++t) {
-                    const double e = std::exp(s[(size_t)t] - mx);
-                    den += e;
-                    for (int64_t i = 0; i < D; ++i) o[(size_t)i] += e * (double)K[(size_t)(t * D + i)];
+                ak.weighted_sums4(s, nh, K, T, D, q);  // q is no longer needed: the sums land there
+                for (int j = 0; j < nh; ++j) {
+                    for (int64_t i = 0; i < D; ++i) O[(h0 + j) * D + i] = (float)(q[j * D + i] / den[j]);
                 }
-                for (int64_t i = 0; i < D; ++i) O[h * D + i] = (float)(o[(size_t)i] / den);
             }
         });
     }
@@ -254,27 +279,39 @@ public:
              const float* weights, int64_t n_used, double clamp, double clamp_shared, float* y) override {
         const int64_t E = lw.ffn_down_shexp.n_rows(), F = lw.ffn_gate_shexp.n_rows(), K = n_used;
         // down[(i*(K+1) + k) * E ..]: output of token i's k-th expert; slot K is the shared expert.
-        std::vector<float> down((size_t)(n_tokens * (K + 1) * E));
+        // All buffers are backend scratch: they grow to the largest block, then stay.
+        Scratch& S = scratch();
+        S.moe_down.resize((size_t)(n_tokens * (K + 1) * E));
+        std::vector<float>& down = S.moe_down;
         // Runs one expert on the listed (token, slot) pairs, the tokens as matmul columns.
         auto run = [&](const WeightView& wg, const WeightView& wu, const WeightView& wd, double c,
                        const std::vector<std::pair<int64_t, int64_t>>& uses) {
             const int64_t m = (int64_t)uses.size();
-            std::vector<float> x((size_t)(m * E)), gate((size_t)(m * F)), up((size_t)(m * F)), out((size_t)(m * E));
+            S.moe_x.resize((size_t)(m * E));
+            S.moe_gate.resize((size_t)(m * F));
+            S.moe_up.resize((size_t)(m * F));
+            S.moe_out.resize((size_t)(m * E));
+            float *x = S.moe_x.data(), *gate = S.moe_gate.data(), *up = S.moe_up.data(), *out = S.moe_out.data();
             for (int64_t j = 0; j < m; ++j) {
                 const float* hj = h + uses[(size_t)j].first * E;
-                std::copy(hj, hj + E, x.begin() + j * E);
+                std::copy(hj, hj + E, x + j * E);
             }
-            matmul(wg, 0, F, x.data(), E, (int)m, gate.data(), F);
-            matmul(wu, 0, F, x.data(), E, (int)m, up.data(), F);
-            for (int64_t i = 0; i < m * F; ++i) gate[(size_t)i] = clamped_swiglu(gate[(size_t)i], up[(size_t)i], c);
-            matmul(wd, 0, E, gate.data(), F, (int)m, out.data(), E);
+            matmul(wg, 0, F, x, E, (int)m, gate, F);
+            matmul(wu, 0, F, x, E, (int)m, up, F);
+            // Elementwise (one exp each): split over the pool, values cannot change.
+            pool_.parallel_for(m * F, 512, [&](int64_t b, int64_t e) {
+                for (int64_t i = b; i < e; ++i) gate[i] = clamped_swiglu(gate[i], up[i], c);
+            });
+            matmul(wd, 0, E, gate, F, (int)m, out, E);
             for (int64_t j = 0; j < m; ++j) {
                 const int64_t slot = uses[(size_t)j].first * (K + 1) + uses[(size_t)j].second;
-                std::copy(out.begin() + j * E, out.begin() + (j + 1) * E, down.begin() + slot * E);
+                std::copy(out + j * E, out + (j + 1) * E, down.begin() + slot * E);
             }
         };
         // Group (token, k) by expert, experts in ascending id order.
-        std::vector<std::vector<std::pair<int64_t, int64_t>>> by_expert((size_t)lw.ffn_gate_exps.ne[2]);
+        std::vector<std::vector<std::pair<int64_t, int64_t>>>& by_expert = S.moe_by_expert;
+        by_expert.resize((size_t)lw.ffn_gate_exps.ne[2]);
+        for (auto& v : by_expert) v.clear();
         for (int64_t i = 0; i < n_tokens; ++i) {
             for (int64_t k = 0; k < K; ++k) by_expert[(size_t)experts[i * K + k]].push_back({i, k});
         }
@@ -283,23 +320,42 @@ public:
             const int64_t id = (int64_t)e;
             run(lw.ffn_gate_exps.expert(id), lw.ffn_up_exps.expert(id), lw.ffn_down_exps.expert(id), clamp, by_expert[e]);
         }
-        std::vector<std::pair<int64_t, int64_t>> all((size_t)n_tokens);
+        std::vector<std::pair<int64_t, int64_t>>& all = S.moe_all;
+        all.resize((size_t)n_tokens);
         for (int64_t i = 0; i < n_tokens; ++i) all[(size_t)i] = {i, K};
         run(lw.ffn_gate_shexp, lw.ffn_up_shexp, lw.ffn_down_shexp, clamp_shared, all);
-        // Per-token sums in a fixed order (k = 0..K-1, then the shared expert).
-        for (int64_t i = 0; i < n_tokens; ++i) {
-            for (int64_t d = 0; d < E; ++d) {
-                double acc = 0.0;
-                const float* slots = down.data() + i * (K + 1) * E + d;  // slot k at slots[k * E]
-                for (int64_t k = 0; k < K; ++k) acc += (double)weights[i * K + k] * (double)slots[k * E];
-                acc += (double)slots[K * E];
-                y[i * E + d] = (float)acc;
+        // Per-token sums in a fixed order (k = 0..K-1, then the shared expert); each
+        // y element is its own sum, so splitting over d cannot change a value.
+        pool_.parallel_for(E, 128, [&](int64_t db, int64_t de) {
+            for (int64_t i = 0; i < n_tokens; ++i) {
+                for (int64_t d = db; d < de; ++d) {
+                    double acc = 0.0;
+                    const float* slots = down.data() + i * (K + 1) * E + d;  // slot k at slots[k * E]
+                    for (int64_t k = 0; k < K; ++k) acc += (double)weights[i * K + k] * (double)slots[k * E];
+                    acc += (double)slots[K * E];
+                    y[i * E + d] = (float)acc;
+                }
             }
-        }
+        });
     }
 
 private:
     ThreadPool pool_;
+    // Per-call scratch of the calling thread, reused: it grows to the largest call,
+    // then stays (no allocation per token). Thread-local, not members, because two
+    // sessions of one model may run concurrently from Python threads (the bindings
+    // release the GIL).
+    struct Scratch {
+        std::vector<double> K, krow, qd, s;
+        std::vector<float> hc_x, hc_m;
+        std::vector<float> moe_down, moe_x, moe_gate, moe_up, moe_out;
+        std::vector<std::vector<std::pair<int64_t, int64_t>>> moe_by_expert;
+        std::vector<std::pair<int64_t, int64_t>> moe_all;
+    };
+    static Scratch& scratch() {
+        thread_local Scratch s;
+        return s;
+    }
 };
 
 }  // namespace

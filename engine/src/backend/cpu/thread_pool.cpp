@@ -4,6 +4,29 @@
 
 namespace ds4 {
 
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// Spins until done() or kSpin has passed; returns done().
+template <class Pred>
+bool spin_until(Pred done) {
+    const auto until = std::chrono::steady_clock::now() + ThreadPool::kSpin;
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (done()) return true;
+            cpu_relax();
+        }
+        if (std::chrono::steady_clock::now() >= until) return done();
+    }
+}
+
+}  // namespace
+
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = (int)std::max(1u, std::thread::hardware_concurrency());
     n_threads_ = n_threads;
@@ -13,7 +36,7 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
     {
         std::lock_guard<std::mutex> lk(mu_);
-        stop_ = true;
+        stop_.store(true);
     }
     start_cv_.notify_all();
     for (auto& t : workers_) t.join();
@@ -22,28 +45,27 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
-        const std::function<void(int64_t, int64_t)>* job;
-        int64_t n, chunk;
-        {
+        auto started = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+        if (!spin_until(started)) {
             std::unique_lock<std::mutex> lk(mu_);
-            start_cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
-            if (stop_) return;
-            seen = generation_;
-            if (index >= n_chunks_) continue;  // nothing for this thread in this round
-            job = job_;
-            n = job_n_;
-            chunk = job_chunk_;
+            ++sleepers_;
+            start_cv_.wait(lk, started);
+            --sleepers_;
         }
+        if (stop_.load()) return;
+        seen = generation_.load(std::memory_order_acquire);
         try {
-            const int64_t b = index * chunk, e = std::min(n, b + chunk);
-            if (b < e) (*job)(b, e);
+            // index >= n_chunks_: nothing for this thread in this round, but it still
+            // reports, so the next round cannot rewrite the job fields under it.
+            const int64_t b = index * job_chunk_, e = std::min(job_n_, b + job_chunk_);
+            if (index < n_chunks_ && b < e) (*job_)(b, e);
         } catch (...) {
             std::lock_guard<std::mutex> lk(mu_);
             if (!error_) error_ = std::current_exception();
         }
-        {
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             std::lock_guard<std::mutex> lk(mu_);
-            if (--pending_ == 0) done_cv_.notify_all();
+            if (caller_sleeping_) done_cv_.notify_all();
         }
     }
 }
@@ -59,27 +81,37 @@ void ThreadPool::parallel_for(int64_t n, int64_t min_chunk, const std::function<
     }
     std::lock_guard<std::mutex> run(run_mu_);
     const int64_t chunk = (n + n_chunks - 1) / n_chunks;
+    // pending_ counts every worker, chunk or not: none may still be reading this
+    // round's job fields when the next round writes them.
+    bool wake;
     {
         std::lock_guard<std::mutex> lk(mu_);
         job_ = &fn;
         job_n_ = n;
         job_chunk_ = chunk;
         n_chunks_ = n_chunks;
-        pending_ = n_chunks - 1;
         error_ = nullptr;
-        ++generation_;
+        pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+        generation_.fetch_add(1, std::memory_order_release);
+        wake = sleepers_ > 0;
     }
-    start_cv_.notify_all();
+    if (wake) start_cv_.notify_all();
     std::exception_ptr mine;
     try {
         fn(0, std::min(n, chunk));  // chunk 0 runs on the calling thread
     } catch (...) {
         mine = std::current_exception();
     }
+    auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
     std::exception_ptr theirs;
-    {
+    if (!spin_until(done)) {
         std::unique_lock<std::mutex> lk(mu_);
-        done_cv_.wait(lk, [&] { return pending_ == 0; });
+        caller_sleeping_ = true;
+        done_cv_.wait(lk, done);
+        caller_sleeping_ = false;
+    }
+    {
+        std::lock_guard<std::mutex> lk(mu_);
         theirs = error_;
         job_ = nullptr;
     }

@@ -1,0 +1,51 @@
+// Inner loops of attention and indexer scoring: keys (F16 values held as
+// double) against double queries (float values), reduced in double. Chosen once
+// per process: avx512 / avx2 when the CPU has them, else portable.
+//
+// dot order: element i (i < n16 = n - n % 16) goes to lane i % 16, each lane in
+// element order; lanes combine as s_l = (a_l + a_{4+l}) + (a_{8+l} + a_{12+l}),
+// then (s_0 + s_1) + (s_2 + s_3); the last n % 16 elements are added after, in order.
+// A float*float product is exact in double, so FMA and multiply+add agree and the
+// dot gives the same bits on every level.
+// weighted sum: o[i] sums the keys t = 0..T-1 in order from 0. The portable
+// kernel rounds e*k and the sum separately, the SIMD ones fuse them (e is not a
+// float), so portable and SIMD levels may differ in the last bit; avx2 and
+// avx512 agree. Each level is deterministic and independent of the head grouping.
+#pragma once
+#include <cstdint>
+
+namespace ds4 {
+
+struct AttnKernels {
+    // sum_i q[i] * k[i] in the fixed order above.
+    double (*dot)(const double* q, const double* k, int64_t n);
+    // o[i] = sum_t e[t] * K[t*n + i], t = 0..T-1 in order, starting from 0.
+    void (*weighted_sum)(const double* e, const double* K, int64_t T, int64_t n, double* o);
+    // dst[i] = F16 src[i] as double (exact).
+    void (*f16_to_f64_row)(const uint16_t* src, double* dst, int64_t n);
+    // nh <= 4 heads at once (key rows read once for all of them):
+    // s[h*T + t] = dot(q + h*n, K + t*n, n); o[h*n + i] = weighted sum with e + h*T.
+    void (*scores4)(const double* q, int nh, const double* K, int64_t T, int64_t n, double* s);
+    void (*weighted_sums4)(const double* e, int nh, const double* K, int64_t T, int64_t n, double* o);
+    const char* name;
+};
+
+const AttnKernels& attn_kernels();
+
+namespace detail {
+extern const AttnKernels kAttnKernelsScalar;
+#if defined(DS4_X86)
+extern const AttnKernels kAttnKernelsAvx2;
+extern const AttnKernels kAttnKernelsAvx512;
+// The AVX2 single-head kernels, shared by the AVX-512 table.
+double dot_avx2(const double* q, const double* k, int64_t n);
+void weighted_sum_avx2(const double* e, const double* K, int64_t T, int64_t n, double* o);
+void f16_row_avx2(const uint16_t* src, double* dst, int64_t n);
+#endif
+// Head-at-a-time scores4 / weighted_sums4 built from dot / weighted_sum.
+void scores4_generic(const AttnKernels& k, const double* q, int nh, const double* K, int64_t T, int64_t n, double* s);
+void weighted_sums4_generic(const AttnKernels& k, const double* e, int nh, const double* K, int64_t T, int64_t n,
+                            double* o);
+}  // namespace detail
+
+}  // namespace ds4

@@ -1,0 +1,139 @@
+// AVX-512 matmul tiles (compiled with AVX-512 flags only; chosen at run time by
+// quant_dot.cpp's matmul_rows when the CPU has AVX-512 and n % 16 == 0).
+//
+// Same bits as the AVX2 kernel: there, a column accumulates 16-element steps into
+// two 8-lane registers a0 (elements 0..7 of each step) and a1 (8..15) and ends with
+// hsum_fixed(a0, a1, 0). Here one 16-lane register holds a0 in its low half and a1
+// in its high half, so every lane sees the same FMAs in the same order; the final
+// sum splits it back and reduces exactly like hsum_fixed. With n % 16 == 0 there is
+// no 8-step or scalar tail. The gain is the register file: a tile of up to 4 rows x
+// 4 columns keeps 16 accumulators, so each weight and activation load feeds 4 FMAs.
+// GCC 12's AVX-512 headers pass _mm512_undefined_* as the masked-off source of
+// unmasked intrinsics and then warn about it (GCC bug 105593): a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "quant/dequant_blocks.h"
+#include "quant/quant_dot.h"
+
+namespace ds4 {
+namespace detail {
+namespace {
+
+inline float hsum16(__m512 v) {  // = hsum_fixed(low half, high half, 0) of the AVX2 kernel
+    // Halves through memory: GCC 12's extract intrinsics trip -Wuninitialized.
+    alignas(64) float h[16];
+    _mm512_store_ps(h, v);
+    const __m256 a = _mm256_add_ps(_mm256_load_ps(h), _mm256_load_ps(h + 8));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_setzero_ps()));
+}
+
+// R dequantised rows (w + r*n) against C columns of X; Y[c*ldy + r].
+template <int R, int C>
+void tile(const float* w, int64_t n, const float* X, int64_t ldx, float* Y, int64_t ldy) {
+    __m512 acc[R][C];
+    for (int r = 0; r < R; ++r) {
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
+    for (int64_t j = 0; j < n; j += 16) {
+        __m512 wv[R];
+        for (int r = 0; r < R; ++r) wv[r] = _mm512_load_ps(w + r * n + j);
+        for (int c = 0; c < C; ++c) {
+            const __m512 xv = _mm512_loadu_ps(X + c * ldx + j);
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(wv[r], xv, acc[r][c]);
+        }
+    }
+    for (int c = 0; c < C; ++c) {
+        for (int r = 0; r < R; ++r) Y[c * ldy + r] = hsum16(acc[r][c]);
+    }
+}
+
+template <int R>
+void row_tile(const float* w, int64_t n, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy) {
+    int c0 = 0;
+    for (; c0 + 4 <= ncols; c0 += 4) tile<R, 4>(w, n, X + c0 * ldx, ldx, Y + c0 * ldy, ldy);
+    switch (ncols - c0) {
+        case 3: tile<R, 3>(w, n, X + c0 * ldx, ldx, Y + c0 * ldy, ldy); break;
+        case 2: tile<R, 2>(w, n, X + c0 * ldx, ldx, Y + c0 * ldy, ldy); break;
+        case 1: tile<R, 1>(w, n, X + c0 * ldx, ldx, Y + c0 * ldy, ldy); break;
+        default: break;
+    }
+}
+
+// 16-lane decoders for the commonest types; each value is the same single
+// rounding (float(q) * d, or the exact F16 widening) as the AVX2 decoders.
+void deq_q8_0(const uint8_t* row, int64_t n, float* y) {
+    for (int64_t i = 0; i < n / 32; ++i, row += 34, y += 32) {
+        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(row)));
+        const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2));
+        const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 18));
+        _mm512_store_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), d));
+        _mm512_store_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)), d));
+    }
+}
+
+void deq_q4_0(const uint8_t* row, int64_t n, float* y) {
+    const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    for (int64_t i = 0; i < n / 32; ++i, row += 18, y += 32) {
+        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(row)));
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2));
+        const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);  // elements 0..15
+        const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);  // 16..31
+        _mm512_store_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), d));
+        _mm512_store_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), d));
+    }
+}
+
+void deq_f16(const uint8_t* row, int64_t n, float* y) {  // n % 16 == 0 here
+    for (int64_t j = 0; j < n; j += 16) {
+        _mm512_store_ps(y + j, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * j))));
+    }
+}
+
+void dequant_row(uint32_t type, const uint8_t* row, int64_t n, float* y) {
+    switch (type) {
+        case 8: return deq_q8_0(row, n, y);
+        case 2: return deq_q4_0(row, n, y);
+        case 1: return deq_f16(row, n, y);
+        default: return dequant_row_avx2(type, row, n, y);
+    }
+}
+
+// R rows of n floats, 64-byte aligned, per thread; grows, then stays.
+float* rows_buffer(int64_t floats) {
+    thread_local std::vector<float> buf;
+    if ((int64_t)buf.size() < floats + 16) buf.resize((size_t)(floats + 16));
+    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
+}
+
+}  // namespace
+
+void matmul_avx512(uint32_t type, const uint8_t* W, int64_t row_stride_bytes, int64_t n_rows, const float* X,
+                   int64_t ldx, int ncols, float* Y, int64_t ldy, int64_t n) {
+    constexpr int kRows = 4;
+    float* w = rows_buffer(kRows * n);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
+        const int nr = (int)std::min<int64_t>(kRows, n_rows - r0);
+        for (int r = 0; r < nr; ++r) dequant_row(type, W + (r0 + r) * row_stride_bytes, n, w + r * n);
+        switch (nr) {
+            case 4: row_tile<4>(w, n, X, ldx, ncols, Y + r0, ldy); break;
+            case 3: row_tile<3>(w, n, X, ldx, ncols, Y + r0, ldy); break;
+            case 2: row_tile<2>(w, n, X, ldx, ncols, Y + r0, ldy); break;
+            default: row_tile<1>(w, n, X, ldx, ncols, Y + r0, ldy); break;
+        }
+    }
+}
+
+}  // namespace detail
+}  // namespace ds4
