@@ -88,6 +88,26 @@ void bind_quant(py::module_& m) {
         "bitwise equal to dot_row per column.");
 
     m.def(
+        "matmul_rows",
+        [](uint32_t type, const U8Array& raw, const F32Array& X, int64_t n_rows, const std::string& name) {
+            if (X.ndim() != 2) throw ds4::ArgumentError(label(name) + ": X must be 2-D (ncols, n)");
+            if (n_rows < 0) throw ds4::ArgumentError(label(name) + ": negative row count");
+            const int64_t ncols = X.shape(0), n = X.shape(1);
+            const uint64_t row_bytes = ds4::quant_check_row(type, n, name.c_str());
+            check_bytes(raw, row_bytes * (uint64_t)n_rows, type, n * n_rows, name);
+            py::array_t<float> out({(py::ssize_t)ncols, (py::ssize_t)n_rows});
+            {
+                py::gil_scoped_release nogil;
+                ds4::matmul_rows(type, raw.data(), (int64_t)row_bytes, n_rows, X.data(), n, (int)ncols,
+                                 out.mutable_data(), n_rows, n, name.c_str());
+            }
+            return out;
+        },
+        py::arg("type_id"), py::arg("raw"), py::arg("X"), py::arg("n_rows"), py::arg("name") = "",
+        "Y[c, r] = dot_row of row r of an (n_rows x n) quantised matrix with X[c] (X shape (ncols, n)): "
+        "the engine's matmul kernel, bit for bit dot_row per element.");
+
+    m.def(
         "matvec",
         [](uint32_t type, const U8Array& raw, const F32Array& x, int64_t n_rows, const std::string& name) {
             if (x.ndim() != 1) throw ds4::ArgumentError(label(name) + ": x must be 1-D");

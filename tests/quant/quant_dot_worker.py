@@ -86,11 +86,27 @@ def measure(type_id: int, rng) -> dict:
     mv_single = np.array([_engine.dot_row(type_id, rows[r], X[0]) for r in range(N_ROWS)], np.float32)
     return {
         "n": n,
+        "matmul_equal": matmul_equal(type_id, rng),
         "worst_rel_err": worst,
         "cols_invariant": invariant,
         "deterministic": again == dots,
         "matvec_equal": bool(np.array_equal(mv.view(np.uint32), mv_single.view(np.uint32))),
     }
+
+
+def matmul_equal(type_id: int, rng) -> bool:
+    """The engine's matmul kernel (matmul_rows; AVX-512 register tiles where n % 16 == 0 and the
+    CPU has them) gives every element exactly dot_row's bits, for every column count."""
+    n = 2048  # a multiple of 16 and of every block size, so the tiled path runs
+    rows = make_rows(type_id, n, N_ROWS, rng)
+    X = rng.standard_normal((N_COLS, n)).astype(np.float32)
+    single = np.array([[_engine.dot_row(type_id, rows[r], X[c]) for r in range(N_ROWS)] for c in range(N_COLS)],
+                      np.float32)
+    ok = True
+    for ncols in range(1, N_COLS + 1):
+        got = _engine.matmul_rows(type_id, np.ascontiguousarray(rows).reshape(-1), X[:ncols], N_ROWS)
+        ok &= bool(np.array_equal(got.view(np.uint32), single[:ncols].view(np.uint32)))
+    return ok
 
 
 def rocmfp_scales_exact() -> bool:

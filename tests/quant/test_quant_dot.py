@@ -75,6 +75,12 @@ def test_dot_cols_bitwise_invariant_and_deterministic(level_run, type_id):
     assert r["matvec_equal"], f"type {type_id}: matvec differs from dot_row"
 
 
+@pytest.mark.parametrize("type_id", KERNEL_IDS)
+def test_matmul_kernel_equals_dot_row_bitwise(level_run, type_id):
+    _, run = level_run
+    assert run["results"][str(type_id)]["matmul_equal"], f"type {type_id}: matmul_rows differs from dot_row"
+
+
 def test_rocmfp_scale_bytes_exact_through_dot(level_run):
     _, run = level_run
     assert run["rocmfp_scales_exact"], "a ROCmFP scale byte decodes differently in the dot path"
