@@ -148,7 +148,9 @@ def test_child_that_ignores_sigint_is_terminated(tmp_path):
     res = load(out)["results"]
     assert [s["signal"] for s in res["abort"]["signals"]] == ["SIGINT", "SIGTERM"]
     sig_t = [s["t"] for s in res["abort"]["signals"]]
-    assert sig_t[1] - sig_t[0] >= 0.5
+    # The grace is measured on the monotonic clock; each recorded time is rounded to 1 ms,
+    # so their difference may read up to 1 ms short.
+    assert sig_t[1] - sig_t[0] >= 0.5 - 0.001
     assert res["child"]["signal"] == "SIGTERM" and res["abort"]["child_stopped_by"] == "SIGTERM"
     assert temp.exists()
 
