@@ -55,7 +55,7 @@ def write_csv(path: Path, results: dict[str, Any], tests: list[dict[str, Any]], 
                     "n_threads": st["threads"], "n_batch": st["n_batch"], "n_ctx": st["n_ctx"],
                     "prefill_mode": st["prefill_mode"] if engine == "ds4kit" else "n_batch",
                     "test": t["name"], "n_prompt": t["n"] if t["kind"] == "pp" else 0,
-                    "n_gen": t["n"] if t["kind"] == "tg" else 0, "rep": rep, "seconds": f"{seconds:.6f}",
+                    "n_gen": t["n"] if t["kind"] == "tg" else 0, "rep": rep, "seconds": f"{seconds:.9f}",
                     "tok_s": f"{s['n_tokens'] / seconds:.4f}", "loadavg_1m": e["rep_loadavg"][t["name"]][rep][0],
                     "test_time": e["rep_utc"][t["name"]][rep],
                 })
