@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_EXPERTS = re.compile(r"\.ffn_(gate|up|down|gate_up)_exps\.")
+from ds4kit.engine.model_file import is_routed_expert
+
 _NOT_MATMUL = re.compile(r"(^token_embd\.|_ape\.|tid2eid)")
 _OUTPUT_HEAD = "output.weight"
 
@@ -25,7 +26,7 @@ def matmul_params(model_file: Any) -> dict[str, Any]:
             continue
         if t.name == _OUTPUT_HEAD:
             output_head += t.n_elements
-        elif _EXPERTS.search(t.name) and n_expert and n_used:
+        elif is_routed_expert(t.name) and n_expert and n_used:
             active = t.n_elements * int(n_used) // int(n_expert)
             experts += active
             per_token += active

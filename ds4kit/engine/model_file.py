@@ -17,6 +17,11 @@ _EXPERT_TENSOR = re.compile(r"\.ffn_(gate|up|down|gate_up)_exps\.")
 _EMBEDDING = {"token_embd.weight"}
 
 
+def is_routed_expert(tensor_name: str) -> bool:
+    """A routed-expert tensor: one token uses only expert_used_count of its expert_count slices."""
+    return _EXPERT_TENSOR.search(tensor_name) is not None
+
+
 @dataclass
 class TensorSummary:
     name: str
@@ -122,7 +127,7 @@ class ModelFile:
             if t.name in _EMBEDDING:
                 rows = t.shape[-1] if t.shape else 1
                 embed += t.nbytes // max(rows, 1)
-            elif _EXPERT_TENSOR.search(t.name) and n_expert and n_used:
+            elif is_routed_expert(t.name) and n_expert and n_used:
                 experts += t.nbytes * int(n_used) // int(n_expert)
             else:
                 dense += t.nbytes

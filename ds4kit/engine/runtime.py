@@ -20,11 +20,9 @@ class Runtime:
     tokenizer: Any
 
     def token_id(self, piece: str) -> int:
-        """Id of a special token looked up by its string (never by a hard-coded id)."""
-        ids = list(self.tokenizer.encode(piece, True))
-        if len(ids) != 1:
-            raise ValueError(f"{self.path}: {piece!r} is not a single token in this model's vocabulary")
-        return ids[0]
+        """Id of a special token looked up by its string (never by a hard-coded id); the engine's
+        tokenizer raises ArgumentError naming the text when the vocabulary lacks it."""
+        return int(self.tokenizer.special_token_id(piece))
 
     def encode(self, text: str, parse_special: bool = True) -> list[int]:
         return [int(t) for t in self.tokenizer.encode(text, parse_special)]
