@@ -132,6 +132,22 @@ void bind_model(py::module_& m) {
         .def_property_readonly("max_ctx", &Ds4Session::max_ctx)
         .def_property_readonly("fp8_kv", [](const Ds4Session& s) { return s.options().fp8_kv; })
         .def_property_readonly("indexer_fp4", [](const Ds4Session& s) { return s.options().indexer_fp4; })
+        .def_property(
+            "profile", [](Ds4Session& s) { return s.phase_clock().enabled; },
+            [](Ds4Session& s, bool on) { s.phase_clock().enabled = on; },
+            "Accumulate per-phase wall-clock seconds of every forward (also on with DS4KIT_PROFILE=1)")
+        .def(
+            "phase_seconds",
+            [](Ds4Session& s, bool reset) {
+                py::dict d;
+                ds4::PhaseClock& c = s.phase_clock();
+                for (int i = 0; i < (int)ds4::Phase::count; ++i) {
+                    d[ds4::phase_name((ds4::Phase)i)] = c.seconds[(size_t)i];
+                }
+                if (reset) c.reset();
+                return d;
+            },
+            py::arg("reset") = false, "Seconds per forward phase since the last reset (zeros unless profile is on)")
         .def(
             "decode",
             [](Ds4Session& s, int64_t token) {

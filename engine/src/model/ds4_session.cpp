@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -47,6 +48,8 @@ void store_f16(const float* x, int64_t n, uint16_t* out) {
 Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOptions& opt)
     : model_(std::move(model)), opt_(opt) {
     const Ds4Hparams& hp = model_->hparams();
+    const char* prof = std::getenv("DS4KIT_PROFILE");
+    clock_.enabled = prof && *prof && std::string(prof) != "0";
     if (opt_.max_ctx < 1) throw ArgumentError("max_ctx must be at least 1, got " + std::to_string(opt_.max_ctx));
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         LayerState st;
@@ -114,10 +117,13 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const std::vector<boo
     const int64_t E = hp.n_embd, HC = hp.n_hc;
     // Embedding: e = token_embd[tok] (no scale); every stream starts as e.
     std::vector<float> X((size_t)(n * HC * E));
-    for (int64_t i = 0; i < n; ++i) {
-        float* Xi = X.data() + i * HC * E;
-        dequantize_row(w.token_embd.type, w.token_embd.row(tokens[i]), Xi, E, w.token_embd.name.c_str());
-        for (int64_t h = 1; h < HC; ++h) std::copy(Xi, Xi + E, Xi + h * E);
+    {
+        PhaseScope ps(clock_, Phase::embed);
+        for (int64_t i = 0; i < n; ++i) {
+            float* Xi = X.data() + i * HC * E;
+            dequantize_row(w.token_embd.type, w.token_embd.row(tokens[i]), Xi, E, w.token_embd.name.c_str());
+            for (int64_t h = 1; h < HC; ++h) std::copy(Xi, Xi + E, Xi + h * E);
+        }
     }
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         attention_layer(il, tokens, n, X);
@@ -131,6 +137,7 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const std::vector<boo
     const int64_t m = (int64_t)rows.size();
     pos_ += n;
     if (m == 0) return;  // a prefill block whose logits nobody reads skips the LM head
+    PhaseScope ps(clock_, Phase::head);
     std::vector<float> e((size_t)(m * E));
     for (int64_t k = 0; k < m; ++k) {
         be.hc_head(X.data() + rows[(size_t)k] * HC * E, HC, E, w.output_hc_fn, model_->output_hc_scale(),
@@ -154,10 +161,14 @@ void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, s
 
     std::vector<HcSplit> split((size_t)n);
     std::vector<float> h((size_t)(n * E));
-    for (int64_t i = 0; i < n; ++i) {
-        be.hc_pre(X.data() + i * HC * E, HC, E, lw.hc_attn_fn, lv.hc_attn_scale.data(), lv.hc_attn_base.data(),
-                  hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, h.data() + i * E, split[(size_t)i]);
+    {
+        PhaseScope ps(clock_, Phase::hc_pre);
+        for (int64_t i = 0; i < n; ++i) {
+            be.hc_pre(X.data() + i * HC * E, HC, E, lw.hc_attn_fn, lv.hc_attn_scale.data(), lv.hc_attn_base.data(),
+                      hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, h.data() + i * E, split[(size_t)i]);
+        }
     }
+    PhaseScope ps_proj(clock_, Phase::attn_proj);
     be.rms_norm(h.data(), lv.attn_norm.data(), E, n, hp.rms_eps, h.data());
 
     // Projections of every token of the block (columns).
@@ -183,9 +194,12 @@ void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, s
         be.matmul(lw.idx_comp_gate, 0, 2 * di, h.data(), E, (int)n, igate.data(), 2 * di);
     }
 
+    ps_proj.stop();
+
     // Sequential part: tokens in order, each sees the state its predecessors left.
     std::vector<float> O((size_t)(n * H * D)), row((size_t)std::max(D, di));
     for (int64_t i = 0; i < n; ++i) {
+        PhaseScope ps_state(clock_, Phase::attn_state);
         const int64_t p = pos_ + i;
         float* Qi = Q.data() + i * H * D;
         float* kvi = kv.data() + i * D;
@@ -223,10 +237,13 @@ void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, s
             keys.rows.push_back(st.ring.data() + (t % hp.n_swa) * D);
         }
         for (int64_t c : selected) keys.rows.push_back(st.comp_rows.data() + c * D);
+        ps_state.stop();
+        PhaseScope ps_attn(clock_, Phase::attention);
         float* Oi = O.data() + i * H * D;
         be.attention(Qi, H, D, keys, lv.attn_sinks.data(), Oi);
         be.rope_tail(Oi, H, D, (double)p, rope, true);
     }
+    PhaseScope ps_out(clock_, Phase::attn_out);
 
     // Grouped output: z_g = W_oa[g] (heads of group g), y = W_ob z.
     const int64_t G = hp.o_groups, R = hp.o_lora_rank, group_in = H * D / G;
@@ -235,6 +252,8 @@ void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, s
         be.matmul(lw.attn_output_a, g * R, R, O.data() + g * group_in, H * D, (int)n, z.data() + g * R, G * R);
     }
     be.matmul(lw.attn_output_b, 0, E, z.data(), G * R, (int)n, y.data(), E);
+    ps_out.stop();
+    PhaseScope ps_post(clock_, Phase::hc_post);
     std::vector<float> Xi((size_t)(HC * E));
     for (int64_t i = 0; i < n; ++i) {
         std::copy(X.begin() + i * HC * E, X.begin() + (i + 1) * HC * E, Xi.begin());
@@ -309,10 +328,14 @@ void Ds4Session::ffn_layer(int64_t il, const int32_t* tokens, int64_t n, std::ve
 
     std::vector<HcSplit> split((size_t)n);
     std::vector<float> h2((size_t)(n * E));
-    for (int64_t i = 0; i < n; ++i) {
-        be.hc_pre(X.data() + i * HC * E, HC, E, lw.hc_ffn_fn, lv.hc_ffn_scale.data(), lv.hc_ffn_base.data(),
-                  hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, h2.data() + i * E, split[(size_t)i]);
+    {
+        PhaseScope ps(clock_, Phase::hc_pre);
+        for (int64_t i = 0; i < n; ++i) {
+            be.hc_pre(X.data() + i * HC * E, HC, E, lw.hc_ffn_fn, lv.hc_ffn_scale.data(), lv.hc_ffn_base.data(),
+                      hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, h2.data() + i * E, split[(size_t)i]);
+        }
     }
+    PhaseScope ps_router(clock_, Phase::router);
     be.rms_norm(h2.data(), lv.ffn_norm.data(), E, n, hp.rms_eps, h2.data());
     std::vector<float> gl((size_t)(n * NX));
     be.matmul(lw.ffn_gate_inp, 0, NX, h2.data(), E, (int)n, gl.data(), NX);
@@ -341,9 +364,14 @@ void Ds4Session::ffn_layer(int64_t il, const int32_t* tokens, int64_t n, std::ve
             weights[(size_t)(i * K + k)] = (float)(s[(size_t)ex[k]] * norm * hp.expert_weights_scale);
         }
     }
+    ps_router.stop();
     std::vector<float> y((size_t)(n * E)), Xi((size_t)(HC * E));
-    be.moe(lw, h2.data(), n, experts.data(), weights.data(), K, hp.swiglu_clamp_exp[(size_t)il],
-           hp.swiglu_clamp_shexp[(size_t)il], y.data());
+    {
+        PhaseScope ps(clock_, Phase::moe);
+        be.moe(lw, h2.data(), n, experts.data(), weights.data(), K, hp.swiglu_clamp_exp[(size_t)il],
+               hp.swiglu_clamp_shexp[(size_t)il], y.data());
+    }
+    PhaseScope ps_post(clock_, Phase::hc_post);
     for (int64_t i = 0; i < n; ++i) {
         std::copy(X.begin() + i * HC * E, X.begin() + (i + 1) * HC * E, Xi.begin());
         be.hc_post(y.data() + i * E, Xi.data(), HC, E, split[(size_t)i], X.data() + i * HC * E);

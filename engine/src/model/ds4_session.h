@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "model/ds4_model.h"
+#include "model/ds4_profile.h"
 
 namespace ds4 {
 
@@ -59,6 +60,9 @@ public:
 
     static constexpr int64_t kPrefillBlock = 32;
 
+    // Per-phase wall-clock seconds of every forward since the last reset (when enabled).
+    PhaseClock& phase_clock() { return clock_; }
+
 private:
     // Runs tokens [0, n) at positions pos_.. and advances pos_. Writes the logits
     // of tokens with want_logits[i] into logits (row-major, in token order).
@@ -76,6 +80,7 @@ private:
     Ds4SessionOptions opt_;
     std::vector<LayerState> layers_;
     int64_t pos_ = 0;
+    PhaseClock clock_;
 };
 
 }  // namespace ds4
