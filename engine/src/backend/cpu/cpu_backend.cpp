@@ -152,7 +152,7 @@ void CpuBackend::moe(const Ds4LayerWeights& lw, const float* h, int64_t n_tokens
     for (size_t e = 0; e < by_expert.size(); ++e) {
         if (by_expert[e].empty()) continue;
         const int64_t id = (int64_t)e;
-        run(lw.ffn_gate_exps.expert(id), lw.ffn_up_exps.expert(id), lw.ffn_down_exps.expert(id), clamp, by_expert[e]);
+        run(lw.gate_exp[(size_t)id], lw.up_exp[(size_t)id], lw.down_exp[(size_t)id], clamp, by_expert[e]);
     }
     std::vector<std::pair<int64_t, int64_t>>& all = S.moe_all;
     all.resize((size_t)n_tokens);
