@@ -10,6 +10,7 @@ PYBIND11_MODULE(_engine, m) {
     bind_tokenizer(m);
     bind_sampling(m);
     bind_model(m);
+    bind_pool(m);
 
     py::dict build;
     build["gpu_backend"] = DS4KIT_GPU_BACKEND;

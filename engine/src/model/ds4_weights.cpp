@@ -148,11 +148,6 @@ Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp) {
         l.ffn_gate_exps = L.get(b + "ffn_gate_exps.weight", {E, hp.n_ff_exp, hp.n_expert});
         l.ffn_up_exps = L.get(b + "ffn_up_exps.weight", {E, hp.n_ff_exp, hp.n_expert});
         l.ffn_down_exps = L.get(b + "ffn_down_exps.weight", {hp.n_ff_exp, E, hp.n_expert});
-        for (int64_t e = 0; e < hp.n_expert; ++e) {
-            l.gate_exp.push_back(l.ffn_gate_exps.expert(e));
-            l.up_exp.push_back(l.ffn_up_exps.expert(e));
-            l.down_exp.push_back(l.ffn_down_exps.expert(e));
-        }
         l.ffn_gate_shexp = L.get(b + "ffn_gate_shexp.weight", {E, hp.n_ff_exp});
         l.ffn_up_shexp = L.get(b + "ffn_up_shexp.weight", {E, hp.n_ff_exp});
         l.ffn_down_shexp = L.get(b + "ffn_down_shexp.weight", {hp.n_ff_exp, E});

@@ -37,8 +37,6 @@ struct Ds4LayerWeights {
     WeightView hc_attn_fn, hc_attn_scale, hc_attn_base, hc_ffn_fn, hc_ffn_scale, hc_ffn_base;
     WeightView ffn_norm, ffn_gate_inp, exp_probs_b, ffn_gate_tid2eid;
     WeightView ffn_gate_exps, ffn_up_exps, ffn_down_exps, ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
-    // Expert e of the three 3-D tensors as 2-D views, built once at load (no name building per token).
-    std::vector<WeightView> gate_exp, up_exp, down_exp;
     // ratio > 0
     WeightView comp_kv, comp_gate, comp_ape, comp_norm;
     // ratio 4: indexer

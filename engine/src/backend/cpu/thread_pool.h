@@ -1,13 +1,18 @@
-// A minimal fork-join thread pool: parallel_for splits [0, n) into one
-// contiguous chunk per thread and returns when all are done. Callers split work
-// over independent outputs only, so results never depend on the thread count.
+// A fork-join thread pool: parallel_for splits [0, n) into contiguous chunks and
+// returns when all are done. The split is a pure function of (n, min_chunk,
+// size()); which thread runs which chunk is not fixed (chunks are claimed
+// dynamically), so callers split work over independent outputs only and results
+// never depend on the thread count or the schedule.
 // Not reentrant: a chunk must not call parallel_for on the same pool.
 //
-// Hand-off is spin-then-sleep: a decoded token runs hundreds of small
-// parallel_fors, and a condition-variable wake-up per call (tens of
-// microseconds each) cost more than the work. Waiting threads spin on atomics
-// for up to kSpin before blocking, so back-to-back calls never sleep, while an
-// idle pool (between requests) still sleeps and frees the CPU.
+// Hand-off: one 64-bit atomic word packs (generation, n_chunks, next_chunk).
+// A call publishes a new generation; every thread that wants work (the caller
+// included) claims the next chunk by CAS on that word. A call with k chunks thus
+// involves at most k threads, the others keep spinning or sleeping undisturbed,
+// and the caller waits only for the k chunks (a done-chunk counter), never for
+// idle workers to check in. Waiting is spin-then-sleep: a decoded token runs
+// hundreds of small parallel_fors, so back-to-back calls never sleep, while an
+// idle pool (between requests) sleeps after kSpin and frees the CPU.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -16,6 +21,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,29 +36,51 @@ public:
 
     int size() const { return n_threads_; }
     // fn(begin, end) over chunks of [0, n); chunks smaller than min_chunk are not split further.
-    // The first exception thrown by any chunk is rethrown here.
+    // The first exception thrown by any chunk is rethrown here (the other chunks still run).
     void parallel_for(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
 
+    // The split parallel_for uses: n_chunks chunks of `chunk` elements (the last may be
+    // shorter), a pure function of its arguments. Up to kChunksPerThread chunks per
+    // thread (load balance), never smaller than min_chunk, at most kMaxChunks.
+    static void split(int64_t n, int64_t min_chunk, int n_threads, int64_t* chunk, int64_t* n_chunks);
+
     static constexpr std::chrono::microseconds kSpin{200};
+    static constexpr int64_t kChunksPerThread = 4;
+    static constexpr int64_t kMaxChunks = 0xFFFF;
 
 private:
-    void worker(int index);
+    void worker();
+    // Claims and runs chunks of the job published in `s` until none is left; returns how many it ran.
+    int64_t run_chunks(uint64_t s);
 
     int n_threads_ = 1;
     std::vector<std::thread> workers_;
-    std::mutex mu_;
     std::mutex run_mu_;  // one parallel_for at a time
+    // state_: generation (bits 32..63) | n_chunks (16..31) | next_chunk (0..15).
+    std::atomic<uint64_t> state_{0};
+    // Job fields of the current generation (see the ordering comment in thread_pool.cpp).
+    std::atomic<const std::function<void(int64_t, int64_t)>*> job_fn_{nullptr};
+    std::atomic<int64_t> job_n_{0}, job_chunk_{0};
+    std::atomic<int64_t> done_{0};  // chunks of the current generation finished
+    // Sleeping: workers block on start_cv_, the caller on done_cv_ (both under mu_).
+    std::mutex mu_;
     std::condition_variable start_cv_, done_cv_;
-    // Job fields: written before generation_ is bumped (release), read after it is seen (acquire).
-    const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-    int64_t job_n_ = 0, job_chunk_ = 0;
-    int n_chunks_ = 0;
-    std::atomic<uint64_t> generation_{0};
-    std::atomic<int> pending_{0};
-    int sleepers_ = 0;            // workers blocked on start_cv_ (guarded by mu_)
-    bool caller_sleeping_ = false;  // parallel_for blocked on done_cv_ (guarded by mu_)
+    std::atomic<int> sleepers_{0};
+    std::atomic<bool> caller_sleeping_{false};
     std::atomic<bool> stop_{false};
-    std::exception_ptr error_;      // guarded by mu_
+    std::exception_ptr error_;  // guarded by mu_
 };
+
+// Stress test of the pool (bound as _engine._pool_selftest): `callers` threads each run
+// `rounds` parallel_fors of varied n and min_chunk on one pool of `threads` threads,
+// checking that every index of [0, n) is visited exactly once in chunks that match
+// ThreadPool::split; in some rounds a chunk throws and the exception must reach the
+// caller; some rounds pause past kSpin so the workers fall asleep. failures == 0 and
+// an empty first_failure mean it passed.
+struct PoolSelftestResult {
+    int64_t rounds = 0, chunks = 0, worker_chunks = 0, indices = 0, throws = 0, caught = 0, failures = 0;
+    std::string first_failure;
+};
+PoolSelftestResult thread_pool_selftest(int threads, int64_t rounds, int callers, uint64_t seed);
 
 }  // namespace ds4
