@@ -109,6 +109,97 @@ void dequant_row(uint32_t type, const uint8_t* row, int64_t n, float* y) {
     }
 }
 
+// Fused decoders for few columns (decode, small expert groups): the weights are
+// decoded into registers and used at once instead of going through the row
+// buffer. Each 16-lane weight vector is the same value the buffered decoder
+// stores (float(q) * d, or the F16 widening), and acc[r][c] sees the same FMAs in
+// the same order as in tile<R, C>, so the bits are those of the buffered path.
+struct Q8_0Blocks {
+    static constexpr int64_t kBytes = 34;
+    static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
+        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(b)));
+        const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+        const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18));
+        w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), d);
+        w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)), d);
+    }
+};
+
+struct Q4_0Blocks {
+    static constexpr int64_t kBytes = 18;
+    static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
+        const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(b)));
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+        const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
+        const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
+        w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), d);
+        w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), d);
+    }
+};
+
+struct F16Blocks {  // 32 values per "block" (n % 32 == 0 is checked by the caller)
+    static constexpr int64_t kBytes = 64;
+    static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
+        w0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+        w1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32)));
+    }
+};
+
+template <class B, int R, int C>
+void fused_tile(const uint8_t* W, int64_t stride, int64_t n, const float* X, int64_t ldx, float* Y, int64_t ldy) {
+    __m512 acc[R][C];
+    for (int r = 0; r < R; ++r) {
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
+    for (int64_t blk = 0; blk < n / 32; ++blk) {
+        __m512 w0[R], w1[R];
+        for (int r = 0; r < R; ++r) B::decode(W + r * stride + blk * B::kBytes, w0[r], w1[r]);
+        for (int c = 0; c < C; ++c) {
+            const __m512 x0 = _mm512_loadu_ps(X + c * ldx + blk * 32);
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(w0[r], x0, acc[r][c]);
+        }
+        for (int c = 0; c < C; ++c) {
+            const __m512 x1 = _mm512_loadu_ps(X + c * ldx + blk * 32 + 16);
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(w1[r], x1, acc[r][c]);
+        }
+    }
+    for (int c = 0; c < C; ++c) {
+        for (int r = 0; r < R; ++r) Y[c * ldy + r] = hsum16(acc[r][c]);
+    }
+}
+
+template <class B, int C>
+void fused_rows(const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, const float* X, int64_t ldx, float* Y,
+                int64_t ldy) {
+    int64_t r0 = 0;
+    for (; r0 + 4 <= n_rows; r0 += 4) fused_tile<B, 4, C>(W + r0 * stride, stride, n, X, ldx, Y + r0, ldy);
+    for (; r0 < n_rows; ++r0) fused_tile<B, 1, C>(W + r0 * stride, stride, n, X, ldx, Y + r0, ldy);
+}
+
+template <class B>
+void fused_matmul(const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, const float* X, int64_t ldx, int ncols,
+                  float* Y, int64_t ldy) {
+    switch (ncols) {
+        case 1: return fused_rows<B, 1>(W, stride, n_rows, n, X, ldx, Y, ldy);
+        case 2: return fused_rows<B, 2>(W, stride, n_rows, n, X, ldx, Y, ldy);
+        case 3: return fused_rows<B, 3>(W, stride, n_rows, n, X, ldx, Y, ldy);
+        default: return fused_rows<B, 4>(W, stride, n_rows, n, X, ldx, Y, ldy);
+    }
+}
+
+// Types with a fused decoder; true when it ran.
+bool try_fused(uint32_t type, const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, const float* X,
+               int64_t ldx, int ncols, float* Y, int64_t ldy) {
+    if (ncols < 1 || ncols > 4 || n % 32 != 0) return false;
+    switch (type) {
+        case 8: fused_matmul<Q8_0Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 2: fused_matmul<Q4_0Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 1: fused_matmul<F16Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        default: return false;
+    }
+}
+
 // R rows of n floats, 64-byte aligned, per thread; grows, then stays.
 float* rows_buffer(int64_t floats) {
     thread_local std::vector<float> buf;
@@ -121,6 +212,7 @@ float* rows_buffer(int64_t floats) {
 
 void matmul_avx512(uint32_t type, const uint8_t* W, int64_t row_stride_bytes, int64_t n_rows, const float* X,
                    int64_t ldx, int ncols, float* Y, int64_t ldy, int64_t n) {
+    if (try_fused(type, W, row_stride_bytes, n_rows, n, X, ldx, ncols, Y, ldy)) return;
     constexpr int kRows = 4;
     float* w = rows_buffer(kRows * n);
     for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
