@@ -38,6 +38,11 @@ inline float hsum16(__m512 v) {  // = hsum_fixed(low half, high half, 0) of the 
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_setzero_ps()));
 }
 
+// A block's F16 scale through F16C (exact, like fp16_to_f32; a NaN scale gives
+// the same quieted NaN products either way): the portable decoder's branches
+// cost more than the block's arithmetic.
+inline float block_scale(const uint8_t* b) { return _cvtsh_ss(rd_u16(b)); }
+
 // R dequantised rows (w + r*n) against C columns of X; Y[c*ldy + r].
 template <int R, int C>
 void tile(const float* w, int64_t n, const float* X, int64_t ldx, float* Y, int64_t ldy) {
@@ -74,7 +79,7 @@ void row_tile(const float* w, int64_t n, const float* X, int64_t ldx, int ncols,
 // rounding (float(q) * d, or the exact F16 widening) as the AVX2 decoders.
 void deq_q8_0(const uint8_t* row, int64_t n, float* y) {
     for (int64_t i = 0; i < n / 32; ++i, row += 34, y += 32) {
-        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(row)));
+        const __m512 d = _mm512_set1_ps(block_scale(row));
         const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2));
         const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 18));
         _mm512_store_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), d));
@@ -85,7 +90,7 @@ void deq_q8_0(const uint8_t* row, int64_t n, float* y) {
 void deq_q4_0(const uint8_t* row, int64_t n, float* y) {
     const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
     for (int64_t i = 0; i < n / 32; ++i, row += 18, y += 32) {
-        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(row)));
+        const __m512 d = _mm512_set1_ps(block_scale(row));
         const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2));
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);  // elements 0..15
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);  // 16..31
@@ -117,7 +122,7 @@ void dequant_row(uint32_t type, const uint8_t* row, int64_t n, float* y) {
 struct Q8_0Blocks {
     static constexpr int64_t kBytes = 34;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
-        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(b)));
+        const __m512 d = _mm512_set1_ps(block_scale(b));
         const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
         const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18));
         w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), d);
@@ -129,7 +134,7 @@ struct Q4_0Blocks {
     static constexpr int64_t kBytes = 18;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
         const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
-        const __m512 d = _mm512_set1_ps(fp16_to_f32(rd_u16(b)));
+        const __m512 d = _mm512_set1_ps(block_scale(b));
         const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
@@ -146,6 +151,8 @@ struct F16Blocks {  // 32 values per "block" (n % 32 == 0 is checked by the call
     }
 };
 
+constexpr int64_t kPrefetchBytes = 1024;  // ahead in each weight row stream (hides DRAM latency)
+
 template <class B, int R, int C>
 void fused_tile(const uint8_t* W, int64_t stride, int64_t n, const float* X, int64_t ldx, float* Y, int64_t ldy) {
     __m512 acc[R][C];
@@ -153,15 +160,18 @@ void fused_tile(const uint8_t* W, int64_t stride, int64_t n, const float* X, int
         for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
     }
     for (int64_t blk = 0; blk < n / 32; ++blk) {
-        __m512 w0[R], w1[R];
-        for (int r = 0; r < R; ++r) B::decode(W + r * stride + blk * B::kBytes, w0[r], w1[r]);
+        __m512 x0[C], x1[C];
         for (int c = 0; c < C; ++c) {
-            const __m512 x0 = _mm512_loadu_ps(X + c * ldx + blk * 32);
-            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(w0[r], x0, acc[r][c]);
+            x0[c] = _mm512_loadu_ps(X + c * ldx + blk * 32);
+            x1[c] = _mm512_loadu_ps(X + c * ldx + blk * 32 + 16);
         }
-        for (int c = 0; c < C; ++c) {
-            const __m512 x1 = _mm512_loadu_ps(X + c * ldx + blk * 32 + 16);
-            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(w1[r], x1, acc[r][c]);
+        // Row by row, so a row's two decoded vectors live in registers only.
+        for (int r = 0; r < R; ++r) {
+            __m512 w0, w1;
+            const uint8_t* wb = W + r * stride + blk * B::kBytes;
+            _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes), _MM_HINT_T0);
+            B::decode(wb, w0, w1);
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(w1, x1[c], _mm512_fmadd_ps(w0, x0[c], acc[r][c]));
         }
     }
     for (int c = 0; c < C; ++c) {
@@ -172,7 +182,10 @@ void fused_tile(const uint8_t* W, int64_t stride, int64_t n, const float* X, int
 template <class B, int C>
 void fused_rows(const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, const float* X, int64_t ldx, float* Y,
                 int64_t ldy) {
+    // One or two columns: 8 rows at once (8 weight streams in flight, 8-16 accumulators).
+    constexpr int kR = C <= 2 ? 8 : 4;
     int64_t r0 = 0;
+    for (; r0 + kR <= n_rows; r0 += kR) fused_tile<B, kR, C>(W + r0 * stride, stride, n, X, ldx, Y + r0, ldy);
     for (; r0 + 4 <= n_rows; r0 += 4) fused_tile<B, 4, C>(W + r0 * stride, stride, n, X, ldx, Y + r0, ldy);
     for (; r0 < n_rows; ++r0) fused_tile<B, 1, C>(W + r0 * stride, stride, n, X, ldx, Y + r0, ldy);
 }
