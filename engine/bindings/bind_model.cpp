@@ -132,6 +132,8 @@ void bind_model(py::module_& m) {
         .def_property_readonly("max_ctx", &Ds4Session::max_ctx)
         .def_property_readonly("fp8_kv", [](const Ds4Session& s) { return s.options().fp8_kv; })
         .def_property_readonly("indexer_fp4", [](const Ds4Session& s) { return s.options().indexer_fp4; })
+        .def_property_readonly("state_bytes", &Ds4Session::state_bytes,
+                               "Bytes of sequence state (ring, compressed and indexer rows) the backend holds")
         .def_property(
             "profile", [](Ds4Session& s) { return s.phase_clock().enabled; },
             [](Ds4Session& s, bool on) { s.phase_clock().enabled = on; },

@@ -88,3 +88,33 @@ def test_verify_equals_decode_on_window128_case_with_and_without_roundings():
             s = model.session(n, fp8_kv=fp8, indexer_fp4=fp8)
             got = np.concatenate([s.verify(toks[i:i + width]) for i in range(0, n, width)])
             assert np.array_equal(got, want), f"fp8={fp8}, width {width}"
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("width", [17, 32, 33, 70])
+def test_wide_verify_equals_decode(decoded, threads, width):
+    """Widths beyond one forward block (32 tokens) and beyond the window (16): the block's KV
+    rows are all stored before its first token attends, so the backend's ring must still hold
+    every token's own window, and a verify wider than a block is split into blocks."""
+    toks, want = decoded
+    s = _engine.Model(str(ref_tiny_path()), threads=threads).session(N_TOKENS)
+    got = np.concatenate([s.verify(toks[i:i + width]) for i in range(0, N_TOKENS, width)])
+    diff = np.flatnonzero(np.any(got != want, axis=1))
+    assert diff.size == 0, f"width {width}, {threads} threads: rows {diff[:10].tolist()} differ from decode"
+
+
+def test_state_memory_is_owned_per_session_and_sized_by_context():
+    model = _engine.Model(str(ref_tiny_path()), threads=1)
+    small, large = model.session(64), model.session(4096)
+    assert 0 < small.state_bytes < large.state_bytes
+    # Two sessions of one model do not share state: interleaving them changes nothing.
+    toks = tokens(40, model.hparams["n_vocab"], seed=24)
+    solo = model.session(64)
+    want = np.stack([solo.decode(t) for t in toks[:20]])
+    a, b = model.session(64), model.session(64)
+    got = []
+    for i in range(20):
+        got.append(a.decode(toks[i]))
+        b.decode(toks[20 + i])
+    assert np.array_equal(np.stack(got), want)
+    assert a.pos == 20 and b.pos == 20

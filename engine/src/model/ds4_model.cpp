@@ -38,6 +38,7 @@ Ds4Model::Ds4Model(const std::string& path, int threads)
     }
     for (int64_t r : hp_.compress_ratios) rope_.push_back(r ? compressed : plain);
     backend_ = make_cpu_backend(threads);
+    backend_->bind_weights(w_);
 }
 
 }  // namespace ds4

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <numeric>
 
-#include "backend/cpu/cpu_numerics.h"
 #include "common/error.h"
 #include "quant/quant_dot.h"
 
@@ -14,33 +13,14 @@ namespace ds4 {
 
 namespace {
 
-constexpr float kCompressorScoreInit = -1e30f;  // D; L zero-fills
 // MoE weight normalisation floor (spec 6.1035e-5; ds4.c uses 2^-14).
 constexpr double kMoeWeightSumFloor = 6.103515625e-5;
 
-CompressorState fresh_compressor(int64_t ratio, int64_t width) {
-    CompressorState s;
-    s.rows = ratio == 4 ? 8 : ratio;
-    s.width = width;
-    s.kv.assign((size_t)(s.rows * width), 0.0f);
-    s.score.assign((size_t)(s.rows * width), kCompressorScoreInit);
-    return s;
-}
-
 double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }
 
-// Indices of the k largest scores, best first; a tie keeps the lower index first
-// (ds4.c scans with a strict '>').
-std::vector<int64_t> top_k(const std::vector<double>& scores, int64_t k) {
-    std::vector<int64_t> idx(scores.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return scores[(size_t)a] > scores[(size_t)b]; });
-    idx.resize((size_t)std::min<int64_t>(k, (int64_t)idx.size()));
-    return idx;
-}
-
-void store_f16(const float* x, int64_t n, uint16_t* out) {
-    for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16(x[i]);
+bool profile_from_env() {
+    const char* v = std::getenv("DS4KIT_PROFILE");
+    return v && *v && std::string(v) != "0";
 }
 
 }  // namespace
@@ -48,22 +28,48 @@ void store_f16(const float* x, int64_t n, uint16_t* out) {
 Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOptions& opt)
     : model_(std::move(model)), opt_(opt) {
     const Ds4Hparams& hp = model_->hparams();
-    const char* prof = std::getenv("DS4KIT_PROFILE");
-    clock_.enabled = prof && *prof && std::string(prof) != "0";
     if (opt_.max_ctx < 1) throw ArgumentError("max_ctx must be at least 1, got " + std::to_string(opt_.max_ctx));
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-        LayerState st;
-        st.ratio = hp.compress_ratios[(size_t)il];
-        st.ring.assign((size_t)(hp.n_swa * hp.head_dim), 0);
-        if (st.ratio) {
-            const int64_t c = st.ratio == 4 ? 2 : 1;
-            st.comp = fresh_compressor(st.ratio, c * hp.head_dim);
-        }
-        if (st.ratio == 4) {
-            st.idx_comp = fresh_compressor(4, 2 * hp.idx_head_dim);
-        }
-        layers_.push_back(std::move(st));
-    }
+    clock_.enabled = profile_from_env();
+    SeqShape shape;
+    shape.ratios = hp.compress_ratios;
+    shape.n_swa = hp.n_swa;
+    shape.head_dim = hp.head_dim;
+    shape.idx_dim = hp.idx_head_dim;
+    shape.max_ctx = opt_.max_ctx;
+    shape.max_block = kBlock;
+    state_ = model_->backend().new_seq_state(shape);
+
+    const int64_t B = kBlock, E = hp.n_embd, HC = hp.n_hc, H = hp.n_head, D = hp.head_dim, di = hp.idx_head_dim;
+    const int64_t C = 2 * D;  // the widest compressor (ratio 4)
+    auto sz = [](int64_t n) { return (size_t)std::max<int64_t>(n, 1); };
+    b_.X.resize(sz(B * HC * E));
+    b_.X2.resize(sz(B * HC * E));
+    b_.h.resize(sz(B * E));
+    b_.q_lat.resize(sz(B * hp.q_lora_rank));
+    b_.Q.resize(sz(B * H * D));
+    b_.kv.resize(sz(B * D));
+    b_.kappa.resize(sz(B * C));
+    b_.gate.resize(sz(B * C));
+    b_.ikappa.resize(sz(B * 2 * di));
+    b_.igate.resize(sz(B * 2 * di));
+    b_.iq.resize(sz(B * hp.idx_n_head * di));
+    b_.iw.resize(sz(B * hp.idx_n_head));
+    b_.O.resize(sz(B * H * D));
+    b_.z.resize(sz(B * hp.o_groups * hp.o_lora_rank));
+    b_.y.resize(sz(B * E));
+    b_.gl.resize(sz(B * hp.n_expert));
+    b_.ew.resize(sz(B * hp.n_expert_used));
+    b_.e.resize(sz(B * E));
+    b_.split.resize(sz(B * hc_split_size(HC)));
+    b_.route_s.resize(sz(hp.n_expert));
+    b_.route_b.resize(sz(hp.n_expert));
+    b_.experts.resize(sz(B * hp.n_expert_used));
+    b_.selected.resize(sz(B * hp.idx_top_k));
+    b_.order.resize(sz(hp.n_expert));
+    b_.comp_after.resize(sz(B));
+    b_.idx_after.resize(sz(B));
+    b_.n_selected.resize(sz(B));
+    b_.want.resize(sz(B));
 }
 
 void Ds4Session::check_tokens(const int32_t* tokens, int64_t n) const {
@@ -84,298 +90,228 @@ std::vector<float> Ds4Session::decode(int32_t token) { return verify({token}); }
 
 std::vector<float> Ds4Session::verify(const std::vector<int32_t>& tokens) {
     if (tokens.empty()) throw ArgumentError("verify needs at least one token");
+    const int64_t n = (int64_t)tokens.size();
+    check_tokens(tokens.data(), n);  // fail before any state changes
     std::vector<float> logits;
-    forward(tokens.data(), (int64_t)tokens.size(), std::vector<bool>(tokens.size(), true), logits);
+    logits.reserve((size_t)(n * model_->hparams().n_vocab));
+    static const bool kAll[kBlock] = {true, true, true, true, true, true, true, true, true, true, true,
+                                      true, true, true, true, true, true, true, true, true, true, true,
+                                      true, true, true, true, true, true, true, true, true, true};
+    for (int64_t b = 0; b < n; b += kBlock) forward(tokens.data() + b, std::min(kBlock, n - b), kAll, logits);
     return logits;
 }
 
 std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool exact) {
     if (tokens.empty()) throw ArgumentError("prefill needs at least one token");
     check_tokens(tokens.data(), (int64_t)tokens.size());  // fail before any state changes
-    const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : kPrefillBlock;
+    const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : kBlock;
     std::vector<float> logits;
+    bool want[kBlock];
     for (int64_t b = 0; b < n;) {
         int64_t len = std::min(block, n - b);
         // Blocks other than the last end on a ratio-4 compressor boundary, where D and
         // L split batches. This forward is exact for any split; the rule keeps the split
         // points where a fused GPU compressor will need them.
         if (b + len < n && (pos_ + len) % 4 != 0 && len > (pos_ + len) % 4) len -= (pos_ + len) % 4;
-        std::vector<bool> want((size_t)len, false);
-        if (b + len == n) want.back() = true;  // only the last token's logits are returned
+        std::fill(want, want + len, false);
+        if (b + len == n) want[len - 1] = true;  // only the last token's logits are returned
         forward(tokens.data() + b, len, want, logits);
         b += len;
     }
     return logits;
 }
 
-void Ds4Session::forward(const int32_t* tokens, int64_t n, const std::vector<bool>& want_logits,
-                         std::vector<float>& logits) {
+void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits) {
     check_tokens(tokens, n);
     const Ds4Hparams& hp = model_->hparams();
     const Ds4Weights& w = model_->weights();
     Backend& be = model_->backend();
     const int64_t E = hp.n_embd, HC = hp.n_hc;
     // Embedding: e = token_embd[tok] (no scale); every stream starts as e.
-    std::vector<float> X((size_t)(n * HC * E));
     {
         PhaseScope ps(clock_, Phase::embed);
         for (int64_t i = 0; i < n; ++i) {
-            float* Xi = X.data() + i * HC * E;
+            float* Xi = b_.X.data() + i * HC * E;
             dequantize_row(w.token_embd.type, w.token_embd.row(tokens[i]), Xi, E, w.token_embd.name.c_str());
             for (int64_t h = 1; h < HC; ++h) std::copy(Xi, Xi + E, Xi + h * E);
         }
     }
     for (int64_t il = 0; il < hp.n_layer; ++il) {
-        attention_layer(il, tokens, n, X);
-        ffn_layer(il, tokens, n, X);
+        attention_layer(il, n);
+        ffn_layer(il, tokens, n);
     }
-    // Output head on the tokens whose logits are wanted.
-    std::vector<int64_t> rows;
-    for (int64_t i = 0; i < n; ++i) {
-        if (want_logits[(size_t)i]) rows.push_back(i);
-    }
-    const int64_t m = (int64_t)rows.size();
     pos_ += n;
+    // Output head on the tokens whose logits are wanted (gathered into X2).
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (!want_logits[i]) continue;
+        std::copy(b_.X.begin() + i * HC * E, b_.X.begin() + (i + 1) * HC * E, b_.X2.begin() + m * HC * E);
+        ++m;
+    }
     if (m == 0) return;  // a prefill block whose logits nobody reads skips the LM head
     PhaseScope ps(clock_, Phase::head);
-    std::vector<float> e((size_t)(m * E));
-    for (int64_t k = 0; k < m; ++k) {
-        be.hc_head(X.data() + rows[(size_t)k] * HC * E, HC, E, w.output_hc_fn, model_->output_hc_scale(),
-                   model_->output_hc_base().data(), hp.hc_eps, hp.rms_eps, e.data() + k * E);
-    }
-    be.rms_norm(e.data(), model_->output_norm().data(), E, m, hp.rms_eps, e.data());
+    float* e = b_.e.data();
+    be.hc_head(b_.X2.data(), m, HC, E, w.output_hc_fn, model_->output_hc_scale(), model_->output_hc_base().data(),
+               hp.hc_eps, hp.rms_eps, e);
+    be.rms_norm(e, model_->output_norm().data(), E, m, hp.rms_eps, e);
     const size_t off = logits.size();
     logits.resize(off + (size_t)(m * hp.n_vocab));
-    be.matmul(w.output, 0, hp.n_vocab, e.data(), E, (int)m, logits.data() + off, hp.n_vocab);
+    be.matmul(w.output, 0, hp.n_vocab, e, E, (int)m, logits.data() + off, hp.n_vocab);
 }
 
-void Ds4Session::attention_layer(int64_t il, const int32_t* tokens, int64_t n, std::vector<float>& X) {
+void Ds4Session::attention_layer(int64_t il, int64_t n) {
     const Ds4Hparams& hp = model_->hparams();
     const Ds4LayerWeights& lw = model_->weights().layers[(size_t)il];
     const Ds4LayerVectors& lv = model_->layer_vectors(il);
     const RopeSpec& rope = model_->rope(il);
     Backend& be = model_->backend();
-    LayerState& st = layers_[(size_t)il];
     const int64_t E = hp.n_embd, HC = hp.n_hc, H = hp.n_head, D = hp.head_dim, QR = hp.q_lora_rank;
-    const int64_t r = st.ratio, C = (r == 4 ? 2 : 1) * D;
+    const int64_t r = lw.ratio, C = (r == 4 ? 2 : 1) * D, di = hp.idx_head_dim, Hi = hp.idx_n_head;
+    float *h = b_.h.data(), *q_lat = b_.q_lat.data(), *Q = b_.Q.data(), *kv = b_.kv.data();
 
-    std::vector<HcSplit> split((size_t)n);
-    std::vector<float> h((size_t)(n * E));
     {
         PhaseScope ps(clock_, Phase::hc_pre);
-        for (int64_t i = 0; i < n; ++i) {
-            be.hc_pre(X.data() + i * HC * E, HC, E, lw.hc_attn_fn, lv.hc_attn_scale.data(), lv.hc_attn_base.data(),
-                      hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, h.data() + i * E, split[(size_t)i]);
-        }
+        be.hc_pre(b_.X.data(), n, HC, E, lw.hc_attn_fn, lv.hc_attn_scale.data(), lv.hc_attn_base.data(),
+                  hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, h, b_.split.data());
     }
-    PhaseScope ps_proj(clock_, Phase::attn_proj);
-    be.rms_norm(h.data(), lv.attn_norm.data(), E, n, hp.rms_eps, h.data());
-
-    // Projections of every token of the block (columns).
-    std::vector<float> q_lat((size_t)(n * QR)), Q((size_t)(n * H * D)), kv((size_t)(n * D));
-    be.matmul(lw.attn_q_a, 0, QR, h.data(), E, (int)n, q_lat.data(), QR);
-    be.rms_norm(q_lat.data(), lv.attn_q_a_norm.data(), QR, n, hp.rms_eps, q_lat.data());
-    be.matmul(lw.attn_q_b, 0, H * D, q_lat.data(), QR, (int)n, Q.data(), H * D);
-    be.rms_norm(Q.data(), nullptr, D, n * H, hp.rms_eps, Q.data());  // every head, no weight
-    be.matmul(lw.attn_kv, 0, D, h.data(), E, (int)n, kv.data(), D);
-    be.rms_norm(kv.data(), lv.attn_kv_a_norm.data(), D, n, hp.rms_eps, kv.data());
-    std::vector<float> kappa, gate, ikappa, igate;
-    const int64_t di = hp.idx_head_dim;
-    if (r) {
-        kappa.resize((size_t)(n * C));
-        gate.resize((size_t)(n * C));
-        be.matmul(lw.comp_kv, 0, C, h.data(), E, (int)n, kappa.data(), C);
-        be.matmul(lw.comp_gate, 0, C, h.data(), E, (int)n, gate.data(), C);
-    }
-    if (r == 4) {
-        ikappa.resize((size_t)(n * 2 * di));
-        igate.resize((size_t)(n * 2 * di));
-        be.matmul(lw.idx_comp_kv, 0, 2 * di, h.data(), E, (int)n, ikappa.data(), 2 * di);
-        be.matmul(lw.idx_comp_gate, 0, 2 * di, h.data(), E, (int)n, igate.data(), 2 * di);
-    }
-
-    ps_proj.stop();
-
-    // Sequential part: tokens in order, each sees the state its predecessors left.
-    std::vector<float> O((size_t)(n * H * D)), row((size_t)std::max(D, di));
-    for (int64_t i = 0; i < n; ++i) {
-        PhaseScope ps_state(clock_, Phase::attn_state);
-        const int64_t p = pos_ + i;
-        float* Qi = Q.data() + i * H * D;
-        float* kvi = kv.data() + i * D;
-        be.rope_tail(Qi, H, D, (double)p, rope, false);
-        be.rope_tail(kvi, 1, D, (double)p, rope, false);
-        if (opt_.fp8_kv) be.fp8_kv_round_trip(kvi, D, hp.n_rot);
-        store_f16(kvi, D, st.ring.data() + (p % hp.n_swa) * D);
-
-        std::vector<int64_t> selected;
+    {
+        // Projections of every token of the block (columns).
+        PhaseScope ps(clock_, Phase::attn_proj);
+        be.rms_norm(h, lv.attn_norm.data(), E, n, hp.rms_eps, h);
+        be.matmul(lw.attn_q_a, 0, QR, h, E, (int)n, q_lat, QR);
+        be.rms_norm(q_lat, lv.attn_q_a_norm.data(), QR, n, hp.rms_eps, q_lat);
+        be.matmul(lw.attn_q_b, 0, H * D, q_lat, QR, (int)n, Q, H * D);
+        be.rms_norm(Q, nullptr, D, n * H, hp.rms_eps, Q);  // every head, no weight
+        be.matmul(lw.attn_kv, 0, D, h, E, (int)n, kv, D);
+        be.rms_norm(kv, lv.attn_kv_a_norm.data(), D, n, hp.rms_eps, kv);
         if (r) {
-            // The compressors run before attention: a row completed at p is visible at p.
-            if (compressor_step(il, st.comp, lw.comp_ape, lv.comp_norm, D, kappa.data() + i * C,
-                                gate.data() + i * C, p, false, row.data())) {
-                st.comp_rows.resize((size_t)((st.n_comp + 1) * D));  // grows with the context used
-                store_f16(row.data(), D, st.comp_rows.data() + st.n_comp * D);
-                ++st.n_comp;
-            }
+            be.matmul(lw.comp_kv, 0, C, h, E, (int)n, b_.kappa.data(), C);
+            be.matmul(lw.comp_gate, 0, C, h, E, (int)n, b_.gate.data(), C);
+        }
+        if (r == 4) {
+            be.matmul(lw.idx_comp_kv, 0, 2 * di, h, E, (int)n, b_.ikappa.data(), 2 * di);
+            be.matmul(lw.idx_comp_gate, 0, 2 * di, h, E, (int)n, b_.igate.data(), 2 * di);
+        }
+    }
+
+    // State: the block's KV rows and compressor steps, tokens in order; token i's
+    // view is the window up to its position and the rows counted after its step
+    // (the compressors run before attention: a row completed at p is visible at p).
+    CompRowSelection comp;
+    {
+        PhaseScope ps(clock_, Phase::attn_state);
+        be.rope_tail(Q, n, H, D, pos_, rope, false);
+        be.rope_tail(kv, n, 1, D, pos_, rope, false);
+        if (opt_.fp8_kv) be.fp8_kv_round_trip(kv, n, D, hp.n_rot);
+        be.kv_store(*state_, il, pos_, n, kv);
+        if (r) {
+            CompressorParams cp;
+            cp.ape = &lw.comp_ape;
+            cp.norm = lv.comp_norm.data();
+            cp.rope = &rope;
+            cp.row_dim = D;
+            cp.n_rot = hp.n_rot;
+            cp.rms_eps = hp.rms_eps;
+            cp.fp8_kv = opt_.fp8_kv;
+            cp.indexer_fp4 = opt_.indexer_fp4;
+            be.compress(*state_, il, pos_, n, b_.kappa.data(), b_.gate.data(), C, cp, b_.comp_after.data());
+            comp.count = b_.comp_after.data();  // ratio 128: every row so far
             if (r == 4) {
-                if (compressor_step(il, st.idx_comp, lw.idx_comp_ape, lv.idx_comp_norm, di,
-                                    ikappa.data() + i * 2 * di, igate.data() + i * 2 * di, p, true, row.data())) {
-                    st.idx_rows.resize((size_t)((st.n_idx + 1) * di));
-                    store_f16(row.data(), di, st.idx_rows.data() + st.n_idx * di);
-                    ++st.n_idx;
+                cp.ape = &lw.idx_comp_ape;
+                cp.norm = lv.idx_comp_norm.data();
+                cp.row_dim = di;
+                cp.indexer = true;
+                be.compress(*state_, il, pos_, n, b_.ikappa.data(), b_.igate.data(), 2 * di, cp, b_.idx_after.data());
+                // The indexer picks top_k rows once a token sees more than that.
+                if (b_.idx_after[(size_t)(n - 1)] > hp.idx_top_k) {
+                    float *iq = b_.iq.data(), *iw = b_.iw.data();
+                    be.matmul(lw.idx_q_b, 0, Hi * di, q_lat, QR, (int)n, iq, Hi * di);
+                    be.rope_tail(iq, n, Hi, di, pos_, rope, false);
+                    be.indexer_transform(iq, n * Hi, di, opt_.indexer_fp4);
+                    be.matmul(lw.idx_proj, 0, Hi, h, E, (int)n, iw, Hi);
+                    const double s = 1.0 / std::sqrt((double)(di * Hi));
+                    for (int64_t k = 0; k < n * Hi; ++k) iw[k] = (float)(iw[k] * s);
+                    be.indexer_select(*state_, il, iq, iw, n, Hi, di, b_.idx_after.data(), hp.idx_top_k,
+                                      b_.selected.data(), b_.n_selected.data());
+                    comp = {b_.selected.data(), hp.idx_top_k, b_.n_selected.data()};
                 }
-                selected = indexer_select(il, h.data() + i * E, q_lat.data() + i * QR, p);
-            } else {
-                selected.resize((size_t)st.n_comp);
-                std::iota(selected.begin(), selected.end(), 0);
             }
         }
-        // Keys: raw window rows max(0, p - n_swa + 1)..p, then the selected compressed
-        // rows (they may overlap the window; no dedup). V = K.
-        KeyRows keys;
-        for (int64_t t = std::max<int64_t>(0, p - hp.n_swa + 1); t <= p; ++t) {
-            keys.rows.push_back(st.ring.data() + (t % hp.n_swa) * D);
+    }
+    {
+        PhaseScope ps(clock_, Phase::attention);
+        be.attention(*state_, il, pos_, n, Q, H, D, comp, lv.attn_sinks.data(), rope, b_.O.data());
+    }
+    {
+        // Grouped output: z_g = W_oa[g] (heads of group g), y = W_ob z.
+        PhaseScope ps(clock_, Phase::attn_out);
+        const int64_t G = hp.o_groups, R = hp.o_lora_rank, group_in = H * D / G;
+        for (int64_t g = 0; g < G; ++g) {
+            be.matmul(lw.attn_output_a, g * R, R, b_.O.data() + g * group_in, H * D, (int)n, b_.z.data() + g * R,
+                      G * R);
         }
-        for (int64_t c : selected) keys.rows.push_back(st.comp_rows.data() + c * D);
-        ps_state.stop();
-        PhaseScope ps_attn(clock_, Phase::attention);
-        float* Oi = O.data() + i * H * D;
-        be.attention(Qi, H, D, keys, lv.attn_sinks.data(), Oi);
-        be.rope_tail(Oi, H, D, (double)p, rope, true);
+        be.matmul(lw.attn_output_b, 0, E, b_.z.data(), G * R, (int)n, b_.y.data(), E);
     }
-    PhaseScope ps_out(clock_, Phase::attn_out);
-
-    // Grouped output: z_g = W_oa[g] (heads of group g), y = W_ob z.
-    const int64_t G = hp.o_groups, R = hp.o_lora_rank, group_in = H * D / G;
-    std::vector<float> z((size_t)(n * G * R)), y((size_t)(n * E));
-    for (int64_t g = 0; g < G; ++g) {
-        be.matmul(lw.attn_output_a, g * R, R, O.data() + g * group_in, H * D, (int)n, z.data() + g * R, G * R);
-    }
-    be.matmul(lw.attn_output_b, 0, E, z.data(), G * R, (int)n, y.data(), E);
-    ps_out.stop();
-    PhaseScope ps_post(clock_, Phase::hc_post);
-    std::vector<float> Xi((size_t)(HC * E));
-    for (int64_t i = 0; i < n; ++i) {
-        std::copy(X.begin() + i * HC * E, X.begin() + (i + 1) * HC * E, Xi.begin());
-        be.hc_post(y.data() + i * E, Xi.data(), HC, E, split[(size_t)i], X.data() + i * HC * E);
-    }
-    (void)tokens;
+    PhaseScope ps(clock_, Phase::hc_post);
+    be.hc_post(b_.y.data(), b_.X.data(), n, HC, E, b_.split.data(), b_.X2.data());
+    std::swap(b_.X, b_.X2);
 }
 
-bool Ds4Session::compressor_step(int64_t il, CompressorState& st, const WeightView& ape,
-                                 const std::vector<float>& norm, int64_t Dc, const float* kappa, const float* gate,
-                                 int64_t p, bool indexer, float* row) {
-    const Ds4Hparams& hp = model_->hparams();
-    Backend& be = model_->backend();
-    const int64_t r = layers_[(size_t)il].ratio, W = st.width;
-    const int64_t slot = r == 4 ? 4 + p % 4 : p % r;
-    std::vector<float> ape_row((size_t)W);
-    dequantize_row(ape.type, ape.row(p % r), ape_row.data(), W, ape.name.c_str());
-    for (int64_t j = 0; j < W; ++j) {
-        st.kv[(size_t)(slot * W + j)] = kappa[j];
-        st.score[(size_t)(slot * W + j)] = gate[j] + ape_row[(size_t)j];
-    }
-    if ((p + 1) % r) return false;
-    be.compressor_pool(st.kv.data(), st.score.data(), W, r, Dc, row);
-    be.rms_norm(row, norm.data(), Dc, 1, hp.rms_eps, row);
-    be.rope_tail(row, 1, Dc, (double)(p + 1 - r), model_->rope(il), false);
-    if (indexer) {
-        be.indexer_transform(row, 1, Dc, opt_.indexer_fp4);
-    } else if (opt_.fp8_kv) {
-        be.fp8_kv_round_trip(row, Dc, hp.n_rot);
-    }
-    if (r == 4) {
-        // The current window becomes the previous one.
-        std::copy(st.kv.begin() + 4 * W, st.kv.end(), st.kv.begin());
-        std::copy(st.score.begin() + 4 * W, st.score.end(), st.score.begin());
-    }
-    return true;
-}
-
-std::vector<int64_t> Ds4Session::indexer_select(int64_t il, const float* h, const float* q_lat, int64_t p) {
+void Ds4Session::route(int64_t il, const int32_t* tokens, int64_t n) {
     const Ds4Hparams& hp = model_->hparams();
     const Ds4LayerWeights& lw = model_->weights().layers[(size_t)il];
-    Backend& be = model_->backend();
-    const LayerState& st = layers_[(size_t)il];
-    const int64_t n_c = st.n_idx;
-    std::vector<int64_t> sel;
-    if (n_c <= hp.idx_top_k) {
-        sel.resize((size_t)n_c);
-        std::iota(sel.begin(), sel.end(), 0);
-        return sel;
+    const Ds4LayerVectors& lv = model_->layer_vectors(il);
+    const int64_t NX = hp.n_expert, K = hp.n_expert_used;
+    double *s = b_.route_s.data(), *biased = b_.route_b.data();
+    int32_t* order = b_.order.data();
+    for (int64_t i = 0; i < n; ++i) {
+        int32_t* ex = b_.experts.data() + i * K;
+        for (int64_t e = 0; e < NX; ++e) s[e] = std::sqrt(softplus(b_.gl[(size_t)(i * NX + e)]));
+        if (il < hp.n_hash_layers) {
+            // Expert ids were range-checked when the model was loaded.
+            std::memcpy(ex, lw.ffn_gate_tid2eid.row(tokens[i]), (size_t)K * 4);
+        } else {
+            // The bias only selects; the weights use the unbiased s. Ties keep the lower id first.
+            for (int64_t e = 0; e < NX; ++e) biased[e] = s[e] + lv.exp_probs_b[(size_t)e];
+            std::iota(order, order + NX, 0);
+            std::partial_sort(order, order + K, order + NX, [&](int32_t a, int32_t b) {
+                return biased[a] > biased[b] || (biased[a] == biased[b] && a < b);
+            });
+            std::copy(order, order + K, ex);
+        }
+        double sum = 0.0;
+        for (int64_t k = 0; k < K; ++k) sum += s[ex[k]];
+        const double norm = hp.expert_weights_norm ? 1.0 / std::max(sum, kMoeWeightSumFloor) : 1.0;
+        for (int64_t k = 0; k < K; ++k) b_.ew[(size_t)(i * K + k)] = (float)(s[ex[k]] * norm * hp.expert_weights_scale);
     }
-    const int64_t Hi = hp.idx_n_head, di = hp.idx_head_dim;
-    std::vector<float> q((size_t)(Hi * di)), wh((size_t)Hi);
-    be.matmul(lw.idx_q_b, 0, Hi * di, q_lat, hp.q_lora_rank, 1, q.data(), Hi * di);
-    be.rope_tail(q.data(), Hi, di, (double)p, model_->rope(il), false);
-    be.indexer_transform(q.data(), Hi, di, opt_.indexer_fp4);
-    be.matmul(lw.idx_proj, 0, Hi, h, hp.n_embd, 1, wh.data(), Hi);
-    const double s = 1.0 / std::sqrt((double)(di * Hi));
-    for (float& v : wh) v = (float)(v * s);
-    std::vector<double> scores((size_t)n_c);
-    be.indexer_scores(q.data(), wh.data(), Hi, di, st.idx_rows.data(), n_c, scores.data());
-    sel = top_k(scores, hp.idx_top_k);
-    std::sort(sel.begin(), sel.end());
-    return sel;
 }
 
-void Ds4Session::ffn_layer(int64_t il, const int32_t* tokens, int64_t n, std::vector<float>& X) {
+void Ds4Session::ffn_layer(int64_t il, const int32_t* tokens, int64_t n) {
     const Ds4Hparams& hp = model_->hparams();
     const Ds4LayerWeights& lw = model_->weights().layers[(size_t)il];
     const Ds4LayerVectors& lv = model_->layer_vectors(il);
     Backend& be = model_->backend();
     const int64_t E = hp.n_embd, HC = hp.n_hc, NX = hp.n_expert, K = hp.n_expert_used;
-
-    std::vector<HcSplit> split((size_t)n);
-    std::vector<float> h2((size_t)(n * E));
+    float* h2 = b_.h.data();
     {
         PhaseScope ps(clock_, Phase::hc_pre);
-        for (int64_t i = 0; i < n; ++i) {
-            be.hc_pre(X.data() + i * HC * E, HC, E, lw.hc_ffn_fn, lv.hc_ffn_scale.data(), lv.hc_ffn_base.data(),
-                      hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, h2.data() + i * E, split[(size_t)i]);
-        }
+        be.hc_pre(b_.X.data(), n, HC, E, lw.hc_ffn_fn, lv.hc_ffn_scale.data(), lv.hc_ffn_base.data(),
+                  hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, h2, b_.split.data());
     }
-    PhaseScope ps_router(clock_, Phase::router);
-    be.rms_norm(h2.data(), lv.ffn_norm.data(), E, n, hp.rms_eps, h2.data());
-    std::vector<float> gl((size_t)(n * NX));
-    be.matmul(lw.ffn_gate_inp, 0, NX, h2.data(), E, (int)n, gl.data(), NX);
-
-    // Routing per token.
-    std::vector<int32_t> experts((size_t)(n * K));
-    std::vector<float> weights((size_t)(n * K));
-    for (int64_t i = 0; i < n; ++i) {
-        int32_t* ex = experts.data() + i * K;
-        std::vector<double> s((size_t)NX);
-        for (int64_t e = 0; e < NX; ++e) s[(size_t)e] = std::sqrt(softplus(gl[(size_t)(i * NX + e)]));
-        if (il < hp.n_hash_layers) {
-            // Expert ids were range-checked when the model was loaded.
-            std::memcpy(ex, lw.ffn_gate_tid2eid.row(tokens[i]), (size_t)K * 4);
-        } else {
-            // The bias only selects; the weights use the unbiased s.
-            std::vector<double> biased(s);
-            for (int64_t e = 0; e < NX; ++e) biased[(size_t)e] += lv.exp_probs_b[(size_t)e];
-            const std::vector<int64_t> top = top_k(biased, K);
-            for (int64_t k = 0; k < K; ++k) ex[k] = (int32_t)top[(size_t)k];
-        }
-        double sum = 0.0;
-        for (int64_t k = 0; k < K; ++k) sum += s[(size_t)ex[k]];
-        const double norm = hp.expert_weights_norm ? 1.0 / std::max(sum, kMoeWeightSumFloor) : 1.0;
-        for (int64_t k = 0; k < K; ++k) {
-            weights[(size_t)(i * K + k)] = (float)(s[(size_t)ex[k]] * norm * hp.expert_weights_scale);
-        }
+    {
+        PhaseScope ps(clock_, Phase::router);
+        be.rms_norm(h2, lv.ffn_norm.data(), E, n, hp.rms_eps, h2);
+        be.matmul(lw.ffn_gate_inp, 0, NX, h2, E, (int)n, b_.gl.data(), NX);
+        route(il, tokens, n);
     }
-    ps_router.stop();
-    std::vector<float> y((size_t)(n * E)), Xi((size_t)(HC * E));
     {
         PhaseScope ps(clock_, Phase::moe);
-        be.moe(lw, h2.data(), n, experts.data(), weights.data(), K, hp.swiglu_clamp_exp[(size_t)il],
-               hp.swiglu_clamp_shexp[(size_t)il], y.data());
+        be.moe(lw, h2, n, b_.experts.data(), b_.ew.data(), K, hp.swiglu_clamp_exp[(size_t)il],
+               hp.swiglu_clamp_shexp[(size_t)il], b_.y.data());
     }
-    PhaseScope ps_post(clock_, Phase::hc_post);
-    for (int64_t i = 0; i < n; ++i) {
-        std::copy(X.begin() + i * HC * E, X.begin() + (i + 1) * HC * E, Xi.begin());
-        be.hc_post(y.data() + i * E, Xi.data(), HC, E, split[(size_t)i], X.data() + i * HC * E);
-    }
+    PhaseScope ps(clock_, Phase::hc_post);
+    be.hc_post(b_.y.data(), b_.X.data(), n, HC, E, b_.split.data(), b_.X2.data());
+    std::swap(b_.X, b_.X2);
 }
 
 }  // namespace ds4

@@ -1,63 +1,59 @@
 // Portable attention kernels (the reference order of attn_kernels.h) and dispatch.
 #include "backend/cpu/attn_kernels.h"
 
-#include "backend/cpu/cpu_numerics.h"
 #include "common/cpu_features.h"
 
 namespace ds4 {
 namespace detail {
 namespace {
 
-double dot_scalar(const double* q, const double* k, int64_t n) {
+double dot_scalar(const double* q, const float* k, int64_t n) {
     const int64_t n16 = n - n % 16;
     double a[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int64_t i = 0; i < n16; i += 16) {
-        for (int l = 0; l < 16; ++l) a[l] += q[i + l] * k[i + l];
+        for (int l = 0; l < 16; ++l) a[l] += q[i + l] * (double)k[i + l];
     }
     double s[4];
     for (int l = 0; l < 4; ++l) s[l] = (a[l] + a[4 + l]) + (a[8 + l] + a[12 + l]);
     double r = (s[0] + s[1]) + (s[2] + s[3]);
-    for (int64_t i = n16; i < n; ++i) r += q[i] * k[i];
+    for (int64_t i = n16; i < n; ++i) r += q[i] * (double)k[i];
     return r;
 }
 
-void weighted_sum_scalar(const double* e, const double* K, int64_t T, int64_t n, double* o) {
+void weighted_sum_scalar(const double* e, const float* const* rows, int64_t T, int64_t n, double* o) {
     for (int64_t i = 0; i < n; ++i) o[i] = 0.0;
     for (int64_t t = 0; t < T; ++t) {
-        for (int64_t i = 0; i < n; ++i) o[i] += e[t] * K[t * n + i];
+        const float* k = rows[t];
+        for (int64_t i = 0; i < n; ++i) o[i] += e[t] * (double)k[i];
     }
 }
 
-void f16_row_scalar(const uint16_t* src, double* dst, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
-}
-
-void scores4_scalar(const double* q, int nh, const double* K, int64_t T, int64_t n, double* s);
-void weighted_sums4_scalar(const double* e, int nh, const double* K, int64_t T, int64_t n, double* o);
+void scores4_scalar(const double* q, int nh, const float* const* rows, int64_t T, int64_t n, double* s);
+void weighted_sums4_scalar(const double* e, int nh, const float* const* rows, int64_t T, int64_t n, double* o);
 
 }  // namespace
 
-const AttnKernels kAttnKernelsScalar = {dot_scalar, weighted_sum_scalar, f16_row_scalar, scores4_scalar,
-                                        weighted_sums4_scalar, "scalar"};
+const AttnKernels kAttnKernelsScalar = {dot_scalar, weighted_sum_scalar, scores4_scalar, weighted_sums4_scalar,
+                                        "scalar"};
 
-void scores4_generic(const AttnKernels& k, const double* q, int nh, const double* K, int64_t T, int64_t n,
+void scores4_generic(const AttnKernels& k, const double* q, int nh, const float* const* rows, int64_t T, int64_t n,
                      double* s) {
     for (int h = 0; h < nh; ++h) {
-        for (int64_t t = 0; t < T; ++t) s[h * T + t] = k.dot(q + h * n, K + t * n, n);
+        for (int64_t t = 0; t < T; ++t) s[h * T + t] = k.dot(q + h * n, rows[t], n);
     }
 }
 
-void weighted_sums4_generic(const AttnKernels& k, const double* e, int nh, const double* K, int64_t T, int64_t n,
-                            double* o) {
-    for (int h = 0; h < nh; ++h) k.weighted_sum(e + h * T, K, T, n, o + h * n);
+void weighted_sums4_generic(const AttnKernels& k, const double* e, int nh, const float* const* rows, int64_t T,
+                            int64_t n, double* o) {
+    for (int h = 0; h < nh; ++h) k.weighted_sum(e + h * T, rows, T, n, o + h * n);
 }
 
 namespace {
-void scores4_scalar(const double* q, int nh, const double* K, int64_t T, int64_t n, double* s) {
-    scores4_generic(kAttnKernelsScalar, q, nh, K, T, n, s);
+void scores4_scalar(const double* q, int nh, const float* const* rows, int64_t T, int64_t n, double* s) {
+    scores4_generic(kAttnKernelsScalar, q, nh, rows, T, n, s);
 }
-void weighted_sums4_scalar(const double* e, int nh, const double* K, int64_t T, int64_t n, double* o) {
-    weighted_sums4_generic(kAttnKernelsScalar, e, nh, K, T, n, o);
+void weighted_sums4_scalar(const double* e, int nh, const float* const* rows, int64_t T, int64_t n, double* o) {
+    weighted_sums4_generic(kAttnKernelsScalar, e, nh, rows, T, n, o);
 }
 }  // namespace
 

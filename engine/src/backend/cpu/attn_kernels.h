@@ -1,6 +1,8 @@
-// Inner loops of attention and indexer scoring: keys (F16 values held as
-// double) against double queries (float values), reduced in double. Chosen once
-// per process: avx512 / avx2 when the CPU has them, else portable.
+// Inner loops of attention and indexer scoring: key rows (F16 values held as
+// float, so every conversion is exact) against double queries (float values),
+// reduced in double. Keys are given as row pointers: the window ring and the
+// selected compressed rows are not contiguous. Chosen once per process:
+// avx512 / avx2 when the CPU has them, else portable.
 //
 // dot order: element i (i < n16 = n - n % 16) goes to lane i % 16, each lane in
 // element order; lanes combine as s_l = (a_l + a_{4+l}) + (a_{8+l} + a_{12+l}),
@@ -18,15 +20,13 @@ namespace ds4 {
 
 struct AttnKernels {
     // sum_i q[i] * k[i] in the fixed order above.
-    double (*dot)(const double* q, const double* k, int64_t n);
-    // o[i] = sum_t e[t] * K[t*n + i], t = 0..T-1 in order, starting from 0.
-    void (*weighted_sum)(const double* e, const double* K, int64_t T, int64_t n, double* o);
-    // dst[i] = F16 src[i] as double (exact).
-    void (*f16_to_f64_row)(const uint16_t* src, double* dst, int64_t n);
+    double (*dot)(const double* q, const float* k, int64_t n);
+    // o[i] = sum_t e[t] * rows[t][i], t = 0..T-1 in order, starting from 0.
+    void (*weighted_sum)(const double* e, const float* const* rows, int64_t T, int64_t n, double* o);
     // nh <= 4 heads at once (key rows read once for all of them):
-    // s[h*T + t] = dot(q + h*n, K + t*n, n); o[h*n + i] = weighted sum with e + h*T.
-    void (*scores4)(const double* q, int nh, const double* K, int64_t T, int64_t n, double* s);
-    void (*weighted_sums4)(const double* e, int nh, const double* K, int64_t T, int64_t n, double* o);
+    // s[h*T + t] = dot(q + h*n, rows[t], n); o[h*n + i] = weighted sum with e + h*T.
+    void (*scores4)(const double* q, int nh, const float* const* rows, int64_t T, int64_t n, double* s);
+    void (*weighted_sums4)(const double* e, int nh, const float* const* rows, int64_t T, int64_t n, double* o);
     const char* name;
 };
 
@@ -38,14 +38,14 @@ extern const AttnKernels kAttnKernelsScalar;
 extern const AttnKernels kAttnKernelsAvx2;
 extern const AttnKernels kAttnKernelsAvx512;
 // The AVX2 single-head kernels, shared by the AVX-512 table.
-double dot_avx2(const double* q, const double* k, int64_t n);
-void weighted_sum_avx2(const double* e, const double* K, int64_t T, int64_t n, double* o);
-void f16_row_avx2(const uint16_t* src, double* dst, int64_t n);
+double dot_avx2(const double* q, const float* k, int64_t n);
+void weighted_sum_avx2(const double* e, const float* const* rows, int64_t T, int64_t n, double* o);
 #endif
 // Head-at-a-time scores4 / weighted_sums4 built from dot / weighted_sum.
-void scores4_generic(const AttnKernels& k, const double* q, int nh, const double* K, int64_t T, int64_t n, double* s);
-void weighted_sums4_generic(const AttnKernels& k, const double* e, int nh, const double* K, int64_t T, int64_t n,
-                            double* o);
+void scores4_generic(const AttnKernels& k, const double* q, int nh, const float* const* rows, int64_t T, int64_t n,
+                     double* s);
+void weighted_sums4_generic(const AttnKernels& k, const double* e, int nh, const float* const* rows, int64_t T,
+                            int64_t n, double* o);
 }  // namespace detail
 
 }  // namespace ds4

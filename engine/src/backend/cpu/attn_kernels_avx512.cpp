@@ -1,7 +1,7 @@
 // AVX-512 attention kernels: up to 4 heads per pass, so each key row is read
 // once for 4 heads instead of once per head (the key block is L2-resident and
 // that traffic dominated). Per (head, key) the arithmetic is exactly the AVX2
-// kernel's: the dot's four 4-lane accumulators a0..a3 live as [a0|a1] and
+// kernel's (float keys widen to double in registers): the dot's four 4-lane accumulators a0..a3 live as [a0|a1] and
 // [a2|a3] in two 8-lane registers and combine the same way; the weighted sum is
 // the same FMA per element in key order. Single-key dot and odd sizes use AVX2.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -25,14 +25,16 @@ inline double combine(__m512d lo, __m512d hi) {
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
+inline __m512d load8(const float* k) { return _mm512_cvtps_pd(_mm256_loadu_ps(k)); }
+
 template <int NH>
-void scores_tile(const double* q, const double* K, int64_t T, int64_t n, double* s) {
+void scores_tile(const double* q, const float* const* rows, int64_t T, int64_t n, double* s) {
     for (int64_t t = 0; t < T; ++t) {
-        const double* k = K + t * n;
+        const float* k = rows[t];
         __m512d lo[NH], hi[NH];
         for (int h = 0; h < NH; ++h) lo[h] = hi[h] = _mm512_setzero_pd();
         for (int64_t i = 0; i < n; i += 16) {
-            const __m512d k0 = _mm512_loadu_pd(k + i), k1 = _mm512_loadu_pd(k + i + 8);
+            const __m512d k0 = load8(k + i), k1 = load8(k + i + 8);
             for (int h = 0; h < NH; ++h) {
                 lo[h] = _mm512_fmadd_pd(_mm512_loadu_pd(q + h * n + i), k0, lo[h]);
                 hi[h] = _mm512_fmadd_pd(_mm512_loadu_pd(q + h * n + i + 8), k1, hi[h]);
@@ -42,27 +44,27 @@ void scores_tile(const double* q, const double* K, int64_t T, int64_t n, double*
     }
 }
 
-void scores4_avx512(const double* q, int nh, const double* K, int64_t T, int64_t n, double* s) {
-    if (n % 16 != 0) return scores4_generic(kAttnKernelsAvx2, q, nh, K, T, n, s);
+void scores4_avx512(const double* q, int nh, const float* const* rows, int64_t T, int64_t n, double* s) {
+    if (n % 16 != 0) return scores4_generic(kAttnKernelsAvx2, q, nh, rows, T, n, s);
     switch (nh) {
-        case 4: return scores_tile<4>(q, K, T, n, s);
-        case 3: return scores_tile<3>(q, K, T, n, s);
-        case 2: return scores_tile<2>(q, K, T, n, s);
-        default: return scores_tile<1>(q, K, T, n, s);
+        case 4: return scores_tile<4>(q, rows, T, n, s);
+        case 3: return scores_tile<3>(q, rows, T, n, s);
+        case 2: return scores_tile<2>(q, rows, T, n, s);
+        default: return scores_tile<1>(q, rows, T, n, s);
     }
 }
 
 template <int NH>
-void wsum_tile(const double* e, const double* K, int64_t T, int64_t n, double* o) {
+void wsum_tile(const double* e, const float* const* rows, int64_t T, int64_t n, double* o) {
     for (int64_t i = 0; i < n; i += 32) {
         __m512d acc[NH][4];
         for (int h = 0; h < NH; ++h) {
             for (int v = 0; v < 4; ++v) acc[h][v] = _mm512_setzero_pd();
         }
         for (int64_t t = 0; t < T; ++t) {
-            const double* k = K + t * n + i;
-            const __m512d k0 = _mm512_loadu_pd(k), k1 = _mm512_loadu_pd(k + 8);
-            const __m512d k2 = _mm512_loadu_pd(k + 16), k3 = _mm512_loadu_pd(k + 24);
+            const float* k = rows[t] + i;
+            const __m512d k0 = load8(k), k1 = load8(k + 8);
+            const __m512d k2 = load8(k + 16), k3 = load8(k + 24);
             for (int h = 0; h < NH; ++h) {
                 const __m512d et = _mm512_set1_pd(e[h * T + t]);
                 acc[h][0] = _mm512_fmadd_pd(et, k0, acc[h][0]);
@@ -77,21 +79,21 @@ void wsum_tile(const double* e, const double* K, int64_t T, int64_t n, double* o
     }
 }
 
-void weighted_sums4_avx512(const double* e, int nh, const double* K, int64_t T, int64_t n, double* o) {
-    if (n % 32 != 0) return weighted_sums4_generic(kAttnKernelsAvx2, e, nh, K, T, n, o);
+void weighted_sums4_avx512(const double* e, int nh, const float* const* rows, int64_t T, int64_t n, double* o) {
+    if (n % 32 != 0) return weighted_sums4_generic(kAttnKernelsAvx2, e, nh, rows, T, n, o);
     switch (nh) {
-        case 4: return wsum_tile<4>(e, K, T, n, o);
-        case 3: return wsum_tile<3>(e, K, T, n, o);
-        case 2: return wsum_tile<2>(e, K, T, n, o);
-        default: return wsum_tile<1>(e, K, T, n, o);
+        case 4: return wsum_tile<4>(e, rows, T, n, o);
+        case 3: return wsum_tile<3>(e, rows, T, n, o);
+        case 2: return wsum_tile<2>(e, rows, T, n, o);
+        default: return wsum_tile<1>(e, rows, T, n, o);
     }
 }
 
 }  // namespace
 
 // Constant-initialised (function addresses only): no AVX-512 code runs at load time.
-const AttnKernels kAttnKernelsAvx512 = {dot_avx2, weighted_sum_avx2, f16_row_avx2, scores4_avx512,
-                                        weighted_sums4_avx512, "avx512"};
+const AttnKernels kAttnKernelsAvx512 = {dot_avx2, weighted_sum_avx2, scores4_avx512, weighted_sums4_avx512,
+                                        "avx512"};
 
 }  // namespace detail
 }  // namespace ds4

@@ -123,8 +123,13 @@ void hadamard_inplace(double* x, int64_t n) {
 }
 
 std::vector<double> rope_angles(double pos, const RopeSpec& p) {
+    std::vector<double> theta((size_t)(p.n_rot / 2));
+    rope_angles(pos, p, theta.data());
+    return theta;
+}
+
+void rope_angles(double pos, const RopeSpec& p, double* theta) {
     const int64_t half = p.n_rot / 2;
-    std::vector<double> theta((size_t)half);
     double lo = 0.0, hi = 0.0;
     if (p.ext_factor != 0.0) {
         // YaRN correction range in pair indices (ds4.c rope_yarn_corr_dims): floor
@@ -147,7 +152,6 @@ std::vector<double> rope_angles(double pos, const RopeSpec& p) {
         const double mix = (1.0 - std::min(std::max(y, 0.0), 1.0)) * p.ext_factor;
         theta[(size_t)i] = interp * (1.0 - mix) + extrap * mix;
     }
-    return theta;
 }
 
 }  // namespace ds4

@@ -20,5 +20,6 @@ void fp4_e2m1_round_trip(float* x, int64_t n);
 void hadamard_inplace(double* x, int64_t n);
 // Angle of each of the n_rot/2 adjacent pairs at position pos (YaRN ramp when ext_factor != 0).
 std::vector<double> rope_angles(double pos, const RopeSpec& spec);
+void rope_angles(double pos, const RopeSpec& spec, double* theta);  // into theta[n_rot / 2]
 
 }  // namespace ds4

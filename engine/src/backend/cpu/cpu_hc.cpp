@@ -1,0 +1,130 @@
+// Hyper-connections on the CPU (ds4-model.md: HC pre/post with Sinkhorn, and the
+// output head): the mix matmul serves every token of a block as a column, the
+// rest is per token, split over tokens.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+
+namespace ds4 {
+
+namespace {
+
+// Sinkhorn: softmax along each row, +eps, column-normalise, then iters-1 rounds of
+// row- then column-normalisation (sums get +eps each time). m: the n_mix mix values.
+void hc_split_from_mix(const float* m, int64_t n, const float* scale, const float* base, int64_t iters, double hc_eps,
+                       double* split) {
+    double* pre = split;
+    double* post = split + n;
+    double* M = split + 2 * n;
+    for (int64_t i = 0; i < n; ++i) {
+        pre[i] = cpu_sigmoid((double)scale[0] * m[i] + base[i]) + hc_eps;
+        post[i] = 2.0 * cpu_sigmoid((double)scale[1] * m[n + i] + base[n + i]);
+    }
+    for (int64_t r = 0; r < n; ++r) {
+        double mx = -INFINITY;
+        for (int64_t c = 0; c < n; ++c) {
+            const int64_t k = 2 * n + r * n + c;
+            M[r * n + c] = (double)scale[2] * m[k] + base[k];
+            mx = std::max(mx, M[r * n + c]);
+        }
+        double sum = 0.0;
+        for (int64_t c = 0; c < n; ++c) sum += (M[r * n + c] = std::exp(M[r * n + c] - mx));
+        for (int64_t c = 0; c < n; ++c) M[r * n + c] = M[r * n + c] / sum + hc_eps;
+    }
+    auto col_norm = [&] {
+        for (int64_t c = 0; c < n; ++c) {
+            double s = 0.0;
+            for (int64_t r = 0; r < n; ++r) s += M[r * n + c];
+            for (int64_t r = 0; r < n; ++r) M[r * n + c] /= (s + hc_eps);
+        }
+    };
+    auto row_norm = [&] {
+        for (int64_t r = 0; r < n; ++r) {
+            double s = 0.0;
+            for (int64_t c = 0; c < n; ++c) s += M[r * n + c];
+            for (int64_t c = 0; c < n; ++c) M[r * n + c] /= (s + hc_eps);
+        }
+    };
+    col_norm();
+    for (int64_t it = 1; it < iters; ++it) {
+        row_norm();
+        col_norm();
+    }
+}
+
+}  // namespace
+
+void CpuBackend::hc_pre(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                        const float* scale, const float* base, int64_t iters, double hc_eps, double rms_eps, float* u,
+                        double* split) {
+    const int64_t F = n_hc * E, n_mix = fn.n_rows(), SS = hc_split_size(n_hc);
+    Scratch& S = scratch();
+    S.f0.resize((size_t)(n_tokens * F));
+    S.f1.resize((size_t)(n_tokens * n_mix));
+    float* x = S.f0.data();
+    float* m = S.f1.data();
+    rms_norm(X, nullptr, F, n_tokens, rms_eps, x);
+    matmul(fn, 0, n_mix, x, F, (int)n_tokens, m, n_mix);
+    pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+            double* sp = split + t * SS;
+            hc_split_from_mix(m + t * n_mix, n_hc, scale, base, iters, hc_eps, sp);
+            const float* Xt = X + t * F;
+            for (int64_t i = 0; i < E; ++i) {
+                double acc = 0.0;
+                for (int64_t h = 0; h < n_hc; ++h) acc += sp[h] * (double)Xt[h * E + i];
+                u[t * E + i] = (float)acc;
+            }
+        }
+    });
+}
+
+void CpuBackend::hc_post(const float* y, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E,
+                         const double* split, float* X_out) {
+    const int64_t SS = hc_split_size(n_hc);
+    pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+            const double* post = split + t * SS + n_hc;
+            const double* M = split + t * SS + 2 * n_hc;
+            const float* Xt = X + t * n_hc * E;
+            const float* yt = y + t * E;
+            float* Ot = X_out + t * n_hc * E;
+            for (int64_t j = 0; j < n_hc; ++j) {
+                for (int64_t i = 0; i < E; ++i) {
+                    double acc = post[j] * (double)yt[i];
+                    for (int64_t r = 0; r < n_hc; ++r) acc += M[r * n_hc + j] * (double)Xt[r * E + i];
+                    Ot[j * E + i] = (float)acc;
+                }
+            }
+        }
+    });
+}
+
+void CpuBackend::hc_head(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                         float scale0, const float* base, double hc_eps, double rms_eps, float* e) {
+    const int64_t F = n_hc * E;
+    Scratch& S = scratch();
+    S.f0.resize((size_t)(n_tokens * F));
+    S.f1.resize((size_t)(n_tokens * n_hc));
+    float* x = S.f0.data();
+    float* m = S.f1.data();
+    rms_norm(X, nullptr, F, n_tokens, rms_eps, x);
+    matmul(fn, 0, n_hc, x, F, (int)n_tokens, m, n_hc);
+    pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t en) {
+        std::vector<double>& w = scratch().d1;
+        w.resize((size_t)n_hc);
+        for (int64_t t = b; t < en; ++t) {
+            for (int64_t h = 0; h < n_hc; ++h) w[h] = cpu_sigmoid((double)m[t * n_hc + h] * scale0 + base[h]) + hc_eps;
+            const float* Xt = X + t * F;
+            for (int64_t i = 0; i < E; ++i) {
+                double acc = 0.0;
+                for (int64_t h = 0; h < n_hc; ++h) acc += w[h] * (double)Xt[h * E + i];
+                e[t * E + i] = (float)acc;
+            }
+        }
+    });
+}
+
+}  // namespace ds4

@@ -1,0 +1,156 @@
+// Sequence state on the CPU: the window ring stores and the compressors
+// (ds4-model.md section 4). Both walk the block's tokens in order: each token
+// sees the state its predecessors left.
+#include "backend/cpu/cpu_seq_state.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_numerics.h"
+#include "common/error.h"
+#include "quant/quant_dot.h"
+
+namespace ds4 {
+
+namespace {
+
+constexpr float kCompressorScoreInit = -1e30f;  // D; L zero-fills
+
+CpuCompressor fresh_compressor(int64_t ratio, int64_t width) {
+    CpuCompressor c;
+    c.rows = ratio == 4 ? 8 : ratio;
+    c.width = width;
+    c.kv.assign((size_t)(c.rows * width), 0.0f);
+    c.score.assign((size_t)(c.rows * width), kCompressorScoreInit);
+    return c;
+}
+
+// x rounded to F16 and held as float (exact).
+void store_f16(const float* x, int64_t n, float* out) {
+    for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(f32_to_f16(x[i]));
+}
+
+// Softmax pooling over the window: ratio 4: column j < Dc pools rows 0..3 at column j
+// and rows 4..7 at column Dc + j; otherwise rows 0..ratio-1 at column j.
+void pool_window(const CpuCompressor& c, int64_t ratio, int64_t Dc, double* s, double* v, float* pooled) {
+    const int64_t n_cand = c.rows, W = c.width;
+    for (int64_t j = 0; j < Dc; ++j) {
+        for (int64_t t = 0; t < n_cand; ++t) {
+            const int64_t col = (ratio == 4 && t >= 4) ? Dc + j : j;
+            s[t] = c.score[(size_t)(t * W + col)];
+            v[t] = c.kv[(size_t)(t * W + col)];
+        }
+        const double mx = *std::max_element(s, s + n_cand);
+        double den = 0.0, num = 0.0;
+        for (int64_t t = 0; t < n_cand; ++t) {
+            const double e = std::exp(s[t] - mx);
+            den += e;
+            num += e * v[t];
+        }
+        pooled[j] = (float)(num / den);
+    }
+}
+
+}  // namespace
+
+CpuSeqState::CpuSeqState(const SeqShape& s) : shape(s) {
+    if (s.max_block < 1) throw ArgumentError("sequence state needs max_block >= 1");
+    ring_rows = s.n_swa + s.max_block - 1;
+    for (int64_t ratio : s.ratios) {
+        CpuLayerState L;
+        L.ratio = ratio;
+        L.ring.assign((size_t)(ring_rows * s.head_dim), 0.0f);
+        if (ratio) {
+            L.comp = fresh_compressor(ratio, (ratio == 4 ? 2 : 1) * s.head_dim);
+            L.comp_rows.reserve((size_t)((s.max_ctx / ratio + 1) * s.head_dim));
+        }
+        if (ratio == 4) {
+            L.idx_comp = fresh_compressor(4, 2 * s.idx_dim);
+            L.idx_rows.reserve((size_t)((s.max_ctx / ratio + 1) * s.idx_dim));
+        }
+        layers.push_back(std::move(L));
+    }
+}
+
+int64_t CpuSeqState::bytes() const {
+    int64_t b = 0;
+    for (const CpuLayerState& L : layers) {
+        b += (int64_t)(L.ring.capacity() + L.comp_rows.capacity() + L.idx_rows.capacity() + L.comp.kv.capacity() +
+                       L.comp.score.capacity() + L.idx_comp.kv.capacity() + L.idx_comp.score.capacity()) *
+             (int64_t)sizeof(float);
+    }
+    return b;
+}
+
+CpuSeqState& cpu_state(SeqState& st) {
+    auto* s = dynamic_cast<CpuSeqState*>(&st);
+    if (!s) throw ArgumentError("sequence state was not made by the CPU backend");
+    return *s;
+}
+
+const CpuSeqState& cpu_state(const SeqState& st) { return cpu_state(const_cast<SeqState&>(st)); }
+
+std::unique_ptr<SeqState> CpuBackend::new_seq_state(const SeqShape& shape) {
+    return std::make_unique<CpuSeqState>(shape);
+}
+
+void CpuBackend::kv_store(SeqState& st, int64_t il, int64_t p0, int64_t n, const float* kv) {
+    CpuSeqState& S = cpu_state(st);
+    if (n > S.shape.max_block) {
+        throw ArgumentError("kv_store: block of " + std::to_string(n) + " tokens exceeds max_block " +
+                            std::to_string(S.shape.max_block));
+    }
+    const int64_t D = S.shape.head_dim;
+    CpuLayerState& L = S.layers[(size_t)il];
+    for (int64_t i = 0; i < n; ++i) store_f16(kv + i * D, D, L.ring.data() + ((p0 + i) % S.ring_rows) * D);
+}
+
+void CpuBackend::compress(SeqState& st, int64_t il, int64_t p0, int64_t n, const float* kappa, const float* gate,
+                          int64_t ld, const CompressorParams& cp, int64_t* rows_after) {
+    CpuSeqState& S = cpu_state(st);
+    CpuLayerState& L = S.layers[(size_t)il];
+    CpuCompressor& c = cp.indexer ? L.idx_comp : L.comp;
+    std::vector<float>& out = cp.indexer ? L.idx_rows : L.comp_rows;
+    int64_t& count = cp.indexer ? L.n_idx : L.n_comp;
+    const int64_t r = L.ratio, W = c.width, Dc = cp.row_dim;
+    Scratch& SC = scratch();
+    SC.f0.resize((size_t)std::max(W, Dc));
+    SC.d1.resize((size_t)c.rows);
+    SC.d2.resize((size_t)c.rows);
+    std::vector<double>& theta = SC.theta;
+    theta.resize((size_t)(cp.rope->n_rot / 2));
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t p = p0 + i;
+        const int64_t slot = r == 4 ? 4 + p % 4 : p % r;
+        float* ape_row = SC.f0.data();
+        dequantize_row(cp.ape->type, cp.ape->row(p % r), ape_row, W, cp.ape->name.c_str());
+        for (int64_t j = 0; j < W; ++j) {
+            c.kv[(size_t)(slot * W + j)] = kappa[i * ld + j];
+            c.score[(size_t)(slot * W + j)] = gate[i * ld + j] + ape_row[j];
+        }
+        if ((p + 1) % r == 0) {
+            float* row = SC.f0.data();
+            pool_window(c, r, Dc, SC.d1.data(), SC.d2.data(), row);
+            cpu_rms_norm_row(row, cp.norm, Dc, cp.rms_eps, row);
+            rope_angles((double)(p + 1 - r), *cp.rope, theta.data());
+            cpu_rope_row(row, Dc, theta.data(), cp.rope->n_rot, false);
+            if (cp.indexer) {
+                cpu_indexer_transform_row(row, Dc, cp.indexer_fp4, SC.d0);
+            } else if (cp.fp8_kv) {
+                fp8_e4m3_round_trip(row, Dc - cp.n_rot);
+            }
+            out.resize((size_t)((count + 1) * Dc));  // within the reserved capacity
+            store_f16(row, Dc, out.data() + count * Dc);
+            ++count;
+            if (r == 4) {
+                // The current window becomes the previous one.
+                std::copy(c.kv.begin() + 4 * W, c.kv.end(), c.kv.begin());
+                std::copy(c.score.begin() + 4 * W, c.score.end(), c.score.begin());
+            }
+        }
+        rows_after[i] = count;
+    }
+}
+
+}  // namespace ds4
