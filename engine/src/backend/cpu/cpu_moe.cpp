@@ -79,7 +79,9 @@ MoeScratch& moe_scratch() {
     return s;
 }
 
-constexpr int64_t kItemsPerThread = 4;  // work items per thread in each phase (load balance)
+// Work items per thread in each phase: enough for dynamic load balance, and at most
+// ThreadPool::kChunksPerThread so that the pool hands out one item per claim.
+constexpr int64_t kItemsPerThread = 3;
 constexpr int64_t kRowQuantum = 4;      // the AVX-512 matmul's row tile
 constexpr int64_t kDequantCols = 2;     // a row's dequantisation costs about this many columns' FMAs
 
