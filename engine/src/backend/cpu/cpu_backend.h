@@ -69,9 +69,6 @@ public:
         std::vector<float> f0, f1;
         std::vector<const float*> rows;
         std::vector<int32_t> order;
-        std::vector<float> moe_down, moe_x, moe_gate, moe_up, moe_out;
-        std::vector<std::vector<std::pair<int64_t, int64_t>>> moe_by_expert;
-        std::vector<std::pair<int64_t, int64_t>> moe_all;
     };
     static Scratch& scratch() {
         thread_local Scratch s;
