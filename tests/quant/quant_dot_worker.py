@@ -96,15 +96,18 @@ def measure(type_id: int, rng) -> dict:
 
 def matmul_equal(type_id: int, rng) -> bool:
     """The engine's matmul kernel (matmul_rows; AVX-512 register tiles where n % 16 == 0 and the
-    CPU has them) gives every element exactly dot_row's bits, for every column count."""
+    CPU has them; for 1-4 columns of Q8_0/Q4_0/F16 the fused decoders) gives every element exactly
+    dot_row's bits, for every column count."""
     n = 2048  # a multiple of 16 and of every block size, so the tiled path runs
-    rows = make_rows(type_id, n, N_ROWS, rng)
+    # 21 rows: the fused few-column path's 8-row tiles (twice), a 4-row tile and a 1-row tail.
+    n_rows = 21
+    rows = make_rows(type_id, n, n_rows, rng)
     X = rng.standard_normal((N_COLS, n)).astype(np.float32)
-    single = np.array([[_engine.dot_row(type_id, rows[r], X[c]) for r in range(N_ROWS)] for c in range(N_COLS)],
+    single = np.array([[_engine.dot_row(type_id, rows[r], X[c]) for r in range(n_rows)] for c in range(N_COLS)],
                       np.float32)
     ok = True
     for ncols in range(1, N_COLS + 1):
-        got = _engine.matmul_rows(type_id, np.ascontiguousarray(rows).reshape(-1), X[:ncols], N_ROWS)
+        got = _engine.matmul_rows(type_id, np.ascontiguousarray(rows).reshape(-1), X[:ncols], n_rows)
         ok &= bool(np.array_equal(got.view(np.uint32), single[:ncols].view(np.uint32)))
     return ok
 
