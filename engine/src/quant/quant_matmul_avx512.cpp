@@ -159,6 +159,12 @@ void fused_tile(const uint8_t* W, int64_t stride, int64_t n, const float* X, int
     for (int r = 0; r < R; ++r) {
         for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
     }
+    // Rows of a few KB are too short a stream for the hardware prefetcher to learn,
+    // so fetch the same place of the next tile's rows (R rows further: with
+    // contiguous rows, the tile after this one); long rows are fetched
+    // kPrefetchBytes ahead in the row. Measured on Zen 4 (one thread, 64 MB
+    // Q8_0/Q4_0, n = 512..4096): 8-16 GB/s against 6-11 for the row buffer.
+    const int64_t pf = R * stride <= 32768 ? R * stride : kPrefetchBytes;
     for (int64_t blk = 0; blk < n / 32; ++blk) {
         __m512 x0[C], x1[C];
         for (int c = 0; c < C; ++c) {
@@ -169,7 +175,7 @@ void fused_tile(const uint8_t* W, int64_t stride, int64_t n, const float* X, int
         for (int r = 0; r < R; ++r) {
             __m512 w0, w1;
             const uint8_t* wb = W + r * stride + blk * B::kBytes;
-            _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(wb + pf), _MM_HINT_T0);
             B::decode(wb, w0, w1);
             for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(w1, x1[c], _mm512_fmadd_ps(w0, x0[c], acc[r][c]));
         }
