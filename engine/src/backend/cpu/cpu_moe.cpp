@@ -176,7 +176,7 @@ void cpu_moe(ThreadPool& pool, const Ds4LayerWeights& lw, const float* h, int64_
     S.up.resize((size_t)act);
     S.out.resize((size_t)(n_cols * E));
 
-    // One capture (a pointer) keeps std::function from allocating.
+    // The chunk lambdas read everything through one context pointer.
     struct Ctx {
         MoeScratch* S;
         int64_t E, K, n_tokens, n_routed;

@@ -132,7 +132,7 @@ void ThreadPool::worker() {
     }
 }
 
-void ThreadPool::parallel_for(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_for(int64_t n, int64_t min_chunk, ChunkFn fn) {
     if (n <= 0) return;
     int64_t chunk = 0, n_chunks = 0;
     split(n, min_chunk, n_threads_, &chunk, &n_chunks);

@@ -19,13 +19,30 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <functional>
+#include <memory>
+#include <type_traits>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace ds4 {
+
+// A non-owning reference to a callable fn(begin, end). Unlike std::function it
+// never allocates, whatever the lambda captures: parallel_for runs hundreds of
+// times per token. The callable must outlive the call (a lambda argument does).
+class ChunkFn {
+public:
+    template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, ChunkFn>>>
+    ChunkFn(F&& f)  // NOLINT: implicit, so lambdas pass straight to parallel_for
+        : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+          call_([](void* o, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<F>*>(o))(b, e); }) {}
+    void operator()(int64_t b, int64_t e) const { call_(obj_, b, e); }
+
+private:
+    void* obj_;
+    void (*call_)(void*, int64_t, int64_t);
+};
 
 class ThreadPool {
 public:
@@ -37,7 +54,7 @@ public:
     int size() const { return n_threads_; }
     // fn(begin, end) over chunks of [0, n); chunks smaller than min_chunk are not split further.
     // The first exception thrown by any chunk is rethrown here (the other chunks still run).
-    void parallel_for(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
+    void parallel_for(int64_t n, int64_t min_chunk, ChunkFn fn);
 
     // The split parallel_for uses: n_chunks chunks of `chunk` elements (the last may be
     // shorter), a pure function of its arguments. Up to kChunksPerThread chunks per
@@ -59,7 +76,7 @@ private:
     // state_: generation (bits 32..63) | n_chunks (16..31) | next_chunk (0..15).
     std::atomic<uint64_t> state_{0};
     // Job fields of the current generation (see the ordering comment in thread_pool.cpp).
-    std::atomic<const std::function<void(int64_t, int64_t)>*> job_fn_{nullptr};
+    std::atomic<const ChunkFn*> job_fn_{nullptr};
     std::atomic<int64_t> job_n_{0}, job_chunk_{0};
     std::atomic<int64_t> done_{0};  // chunks of the current generation finished
     // Sleeping: workers block on start_cv_, the caller on done_cv_ (both under mu_).
