@@ -86,7 +86,18 @@ void Ds4Session::check_tokens(const int32_t* tokens, int64_t n) const {
     }
 }
 
-std::vector<float> Ds4Session::decode(int32_t token) { return verify({token}); }
+namespace {
+const bool kAllRows[Ds4Session::kBlock] = {true, true, true, true, true, true, true, true, true, true, true,
+                                           true, true, true, true, true, true, true, true, true, true, true,
+                                           true, true, true, true, true, true, true, true, true, true};
+}  // namespace
+
+std::vector<float> Ds4Session::decode(int32_t token) {
+    std::vector<float> logits;  // the one allocation per call: the result handed back
+    logits.reserve((size_t)model_->hparams().n_vocab);
+    forward(&token, 1, kAllRows, logits);
+    return logits;
+}
 
 std::vector<float> Ds4Session::verify(const std::vector<int32_t>& tokens) {
     if (tokens.empty()) throw ArgumentError("verify needs at least one token");
@@ -94,9 +105,7 @@ std::vector<float> Ds4Session::verify(const std::vector<int32_t>& tokens) {
     check_tokens(tokens.data(), n);  // fail before any state changes
     std::vector<float> logits;
     logits.reserve((size_t)(n * model_->hparams().n_vocab));
-    static const bool kAll[kBlock] = {true, true, true, true, true, true, true, true, true, true, true,
-                                      true, true, true, true, true, true, true, true, true, true, true,
-                                      true, true, true, true, true, true, true, true, true, true};
+    const bool* kAll = kAllRows;
     for (int64_t b = 0; b < n; b += kBlock) forward(tokens.data() + b, std::min(kBlock, n - b), kAll, logits);
     return logits;
 }
