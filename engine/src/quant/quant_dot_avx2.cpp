@@ -18,9 +18,12 @@
 #include "quant/dequant_blocks.h"
 #include "quant/quant_dot.h"
 #include "quant/quant_span.h"
+#include "quant/rocmfp_scale_table.h"
 
 namespace ds4 {
 namespace {
+
+using detail::rocmfp_scale;
 
 inline float hsum_fixed(__m256 a0, __m256 a1, __m128 tail) {
     const __m256 v = _mm256_add_ps(a0, a1);
@@ -49,25 +52,7 @@ inline void nibbles_lut(const uint8_t* qs, __m128i lut, float s0, float s1, floa
     i8x16_scaled(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m)), _mm256_set1_ps(s1), y + 16);
 }
 
-// s(e) for all 256 scale bytes, built at compile time (no branch per block on
-// the hot path; a run-time initialiser in this TU could execute AVX2 code on a
-// CPU without it). Equal to rocmfp::scale, which the tests pin.
-struct RocmfpScaleTable {
-    float v[256] = {};
-    constexpr RocmfpScaleTable() {
-        for (int e = 0; e <= 0x7E; ++e) {
-            const int ex = e >> 3, m = e & 7;
-            float p = 1.0f / 1024.0f;  // 2^-10
-            for (int k = 1; k < ex; ++k) p *= 2.0f;
-            v[e] = ex == 0 ? (float)m * p : (float)(8 + m) * p;  // (8+m) * 2^(ex-11) = (8+m) * 2^-10 * 2^(ex-1)
-        }
-    }
-};
-constexpr RocmfpScaleTable kRocmfpScale{};
-static_assert(kRocmfpScale.v[0x01] == 1.0f / 1024.0f && kRocmfpScale.v[0x08] == 8.0f / 1024.0f &&
-                  kRocmfpScale.v[0x40] == 1.0f && kRocmfpScale.v[0x7E] == 224.0f && kRocmfpScale.v[0x7F] == 0.0f,
-              "ROCmFP scale table");
-inline float rocmfp_scale(uint8_t e) { return kRocmfpScale.v[e]; }
+
 
 // Block decoders: static constexpr kBlock elements, kBytes bytes; run(b, y).
 struct DeqQ8_0 {

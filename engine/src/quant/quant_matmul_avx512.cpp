@@ -22,10 +22,13 @@
 
 #include "quant/dequant_blocks.h"
 #include "quant/quant_dot.h"
+#include "quant/rocmfp_scale_table.h"
 
 namespace ds4 {
 namespace detail {
 namespace {
+
+using detail::rocmfp_scale;
 
 inline float hsum16(__m512 v) {  // = hsum_fixed(low half, high half, 0) of the AVX2 kernel
     // Halves through memory: GCC 12's extract intrinsics trip -Wuninitialized.
@@ -143,6 +146,62 @@ struct Q4_0Blocks {
     }
 };
 
+// 16 signed bytes -> 16 floats times s (the AVX2 decoders' float(q) * s, one rounding).
+inline __m512 i8x16_scaled(__m128i v, float s) {
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)), _mm512_set1_ps(s));
+}
+
+// 16 nibble bytes through a 16-entry int8 table: low nibbles -> elements 0..15 (scale s0),
+// high nibbles -> 16..31 (scale s1), as the AVX2 nibbles_lut.
+inline void nibbles_lut(const uint8_t* qs, __m128i lut, float s0, float s1, __m512& w0, __m512& w1) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    w0 = i8x16_scaled(_mm_shuffle_epi8(lut, _mm_and_si128(q, m)), s0);
+    w1 = i8x16_scaled(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m)), s1);
+}
+
+template <bool TwoScales>
+struct Rocmfp4Blocks {  // 100 (two scales) and 101 (one scale)
+    static constexpr int64_t kBytes = TwoScales ? 18 : 17;
+    static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
+        const float s0 = rocmfp_scale(b[16]);
+        const float s1 = TwoScales ? rocmfp_scale(b[17]) : s0;
+        nibbles_lut(b, _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 10, 0, -1, -2, -3, -4, -6, -8, -10), s0, s1, w0, w1);
+    }
+};
+
+struct Rocmfp2Blocks {  // 107: four 2-bit codes per byte, element 4k+s at bits 2s of byte k
+    static constexpr int64_t kBytes = 10;
+    static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b));
+        const __m128i m3 = _mm_set1_epi8(3), one = _mm_set1_epi8(1);
+        const __m128i c0 = _mm_and_si128(q, m3);
+        const __m128i c1 = _mm_and_si128(_mm_srli_epi16(q, 2), m3);
+        const __m128i c2 = _mm_and_si128(_mm_srli_epi16(q, 4), m3);
+        const __m128i c3 = _mm_and_si128(_mm_srli_epi16(q, 6), m3);
+        const __m128i t01 = _mm_unpacklo_epi8(c0, c1), t23 = _mm_unpacklo_epi8(c2, c3);
+        w0 = i8x16_scaled(_mm_sub_epi8(_mm_unpacklo_epi16(t01, t23), one), rocmfp_scale(b[8]));
+        w1 = i8x16_scaled(_mm_sub_epi8(_mm_unpackhi_epi16(t01, t23), one), rocmfp_scale(b[9]));
+    }
+};
+
+struct Rocmfp8Blocks {  // 103
+    static constexpr int64_t kBytes = 33;
+    static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
+        const float s = rocmfp_scale(b[32]);
+        w0 = i8x16_scaled(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), s);
+        w1 = i8x16_scaled(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16)), s);
+    }
+};
+
+struct Mxfp4Blocks {  // 39
+    static constexpr int64_t kBytes = 17;
+    static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
+        const float d = e8m0_to_f32_half(b[0]);
+        nibbles_lut(b + 1, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)), d, d, w0, w1);
+    }
+};
+
 struct F16Blocks {  // 32 values per "block" (n % 32 == 0 is checked by the caller)
     static constexpr int64_t kBytes = 64;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
@@ -207,7 +266,9 @@ void fused_matmul(const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, c
     }
 }
 
-// Types with a fused decoder; true when it ran.
+// Types with a fused decoder (each decodes exactly as its AVX2 decoder in
+// quant_dot_avx2.cpp; the K-quants' 256-element blocks and the 3/6-bit ROCmFP
+// types keep the row buffer); true when it ran.
 bool try_fused(uint32_t type, const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, const float* X,
                int64_t ldx, int ncols, float* Y, int64_t ldy) {
     if (ncols < 1 || ncols > 4 || n % 32 != 0) return false;
@@ -215,6 +276,11 @@ bool try_fused(uint32_t type, const uint8_t* W, int64_t stride, int64_t n_rows, 
         case 8: fused_matmul<Q8_0Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 2: fused_matmul<Q4_0Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 1: fused_matmul<F16Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 39: fused_matmul<Mxfp4Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 100: fused_matmul<Rocmfp4Blocks<true>>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 101: fused_matmul<Rocmfp4Blocks<false>>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 103: fused_matmul<Rocmfp8Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 107: fused_matmul<Rocmfp2Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         default: return false;
     }
 }
