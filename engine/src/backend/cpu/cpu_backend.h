@@ -76,6 +76,10 @@ public:
     }
 
 private:
+    // HC mix logits of n_tokens tokens (fn . N(flatten X)), in the caller's scratch.
+    const float* hc_mix(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                        double rms_eps);
+
     ThreadPool pool_;
 };
 

@@ -54,29 +54,39 @@ void hc_split_from_mix(const float* m, int64_t n, const float* scale, const floa
     }
 }
 
+// out_i = sum_h w_h X_h[i] over the n_hc streams of one token, in h order.
+void collapse_streams(const double* w, const float* Xt, int64_t n_hc, int64_t E, float* out) {
+    for (int64_t i = 0; i < E; ++i) {
+        double acc = 0.0;
+        for (int64_t h = 0; h < n_hc; ++h) acc += w[h] * (double)Xt[h * E + i];
+        out[i] = (float)acc;
+    }
+}
+
 }  // namespace
+
+// Mix logits of n_tokens tokens: m_t = fn . N(flatten X_t) (n_mix per token), in scratch f1.
+const float* CpuBackend::hc_mix(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                                double rms_eps) {
+    const int64_t F = n_hc * E, n_mix = fn.n_rows();
+    Scratch& S = scratch();
+    S.f0.resize((size_t)(n_tokens * F));
+    S.f1.resize((size_t)(n_tokens * n_mix));
+    rms_norm(X, nullptr, F, n_tokens, rms_eps, S.f0.data());
+    matmul(fn, 0, n_mix, S.f0.data(), F, (int)n_tokens, S.f1.data(), n_mix);
+    return S.f1.data();
+}
 
 void CpuBackend::hc_pre(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
                         const float* scale, const float* base, int64_t iters, double hc_eps, double rms_eps, float* u,
                         double* split) {
     const int64_t F = n_hc * E, n_mix = fn.n_rows(), SS = hc_split_size(n_hc);
-    Scratch& S = scratch();
-    S.f0.resize((size_t)(n_tokens * F));
-    S.f1.resize((size_t)(n_tokens * n_mix));
-    float* x = S.f0.data();
-    float* m = S.f1.data();
-    rms_norm(X, nullptr, F, n_tokens, rms_eps, x);
-    matmul(fn, 0, n_mix, x, F, (int)n_tokens, m, n_mix);
+    const float* m = hc_mix(X, n_tokens, n_hc, E, fn, rms_eps);
     pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
             double* sp = split + t * SS;
             hc_split_from_mix(m + t * n_mix, n_hc, scale, base, iters, hc_eps, sp);
-            const float* Xt = X + t * F;
-            for (int64_t i = 0; i < E; ++i) {
-                double acc = 0.0;
-                for (int64_t h = 0; h < n_hc; ++h) acc += sp[h] * (double)Xt[h * E + i];
-                u[t * E + i] = (float)acc;
-            }
+            collapse_streams(sp, X + t * F, n_hc, E, u + t * E);  // pre_h are the first n_hc values
         }
     });
 }
@@ -104,25 +114,13 @@ void CpuBackend::hc_post(const float* y, const float* X, int64_t n_tokens, int64
 
 void CpuBackend::hc_head(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
                          float scale0, const float* base, double hc_eps, double rms_eps, float* e) {
-    const int64_t F = n_hc * E;
-    Scratch& S = scratch();
-    S.f0.resize((size_t)(n_tokens * F));
-    S.f1.resize((size_t)(n_tokens * n_hc));
-    float* x = S.f0.data();
-    float* m = S.f1.data();
-    rms_norm(X, nullptr, F, n_tokens, rms_eps, x);
-    matmul(fn, 0, n_hc, x, F, (int)n_tokens, m, n_hc);
+    const float* m = hc_mix(X, n_tokens, n_hc, E, fn, rms_eps);
     pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t en) {
         std::vector<double>& w = scratch().d1;
         w.resize((size_t)n_hc);
         for (int64_t t = b; t < en; ++t) {
             for (int64_t h = 0; h < n_hc; ++h) w[h] = cpu_sigmoid((double)m[t * n_hc + h] * scale0 + base[h]) + hc_eps;
-            const float* Xt = X + t * F;
-            for (int64_t i = 0; i < E; ++i) {
-                double acc = 0.0;
-                for (int64_t h = 0; h < n_hc; ++h) acc += w[h] * (double)Xt[h * E + i];
-                e[t * E + i] = (float)acc;
-            }
+            collapse_streams(w.data(), X + t * n_hc * E, n_hc, E, e + t * E);
         }
     });
 }
