@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_moe.h"
@@ -21,7 +20,6 @@ double cpu_sigmoid(double x) {
     const double e = std::exp(x);
     return e / (1.0 + e);
 }
-
 
 void cpu_rms_norm_row(const float* x, const float* w, int64_t n, double eps, float* y) {
     double ss = 0.0;

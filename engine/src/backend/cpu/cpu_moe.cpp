@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
 #include "model/ds4_weights.h"
@@ -14,13 +15,6 @@ namespace ds4 {
 
 namespace {
 
-double sigmoid(double x) {
-    // Two branches so neither exp overflows.
-    if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
-    const double e = std::exp(x);
-    return e / (1.0 + e);
-}
-
 // silu(min(gate, c)) * clamp(up, -c, c); no clamp when c <= 1e-6 (ds4.c and llama.cpp).
 float clamped_swiglu(float gate, float up, double c) {
     double g = gate, u = up;
@@ -28,7 +22,7 @@ float clamped_swiglu(float gate, float up, double c) {
         g = std::min(g, c);
         u = std::min(std::max(u, -c), c);
     }
-    return (float)(g * sigmoid(g) * u);
+    return (float)(g * cpu_sigmoid(g) * u);
 }
 
 // Rows of one expert's matrix inside a (possibly 3-D) weight tensor.
