@@ -63,11 +63,9 @@ CpuSeqState::CpuSeqState(const SeqShape& s) : shape(s) {
         L.ring.assign((size_t)(ring_rows * s.head_dim), 0.0f);
         if (ratio) {
             L.comp = fresh_compressor(ratio, (ratio == 4 ? 2 : 1) * s.head_dim);
-            L.comp_rows.reserve((size_t)((s.max_ctx / ratio + 1) * s.head_dim));
         }
         if (ratio == 4) {
             L.idx_comp = fresh_compressor(4, 2 * s.idx_dim);
-            L.idx_rows.reserve((size_t)((s.max_ctx / ratio + 1) * s.idx_dim));
         }
         layers.push_back(std::move(L));
     }
@@ -140,7 +138,9 @@ void CpuBackend::compress(SeqState& st, int64_t il, int64_t p0, int64_t n, const
             } else if (cp.fp8_kv) {
                 fp8_e4m3_round_trip(row, Dc - cp.n_rot);
             }
-            out.resize((size_t)((count + 1) * Dc));  // within the reserved capacity
+            // Grows with the context used (geometrically); attention takes row pointers
+            // only after the block's rows are all stored.
+            out.resize((size_t)((count + 1) * Dc));
             store_f16(row, Dc, out.data() + count * Dc);
             ++count;
             if (r == 4) {

@@ -24,7 +24,7 @@ struct CpuCompressor {
 struct CpuLayerState {
     int64_t ratio = 0;
     std::vector<float> ring;       // [ring_rows][D], position p in slot p % ring_rows
-    std::vector<float> comp_rows;  // [n_comp][D], row floor(p / ratio); reserved for max_ctx / ratio
+    std::vector<float> comp_rows;  // [n_comp][D], row floor(p / ratio); grows with the context
     int64_t n_comp = 0;
     std::vector<float> idx_rows;   // [n_idx][d_i] (ratio 4)
     int64_t n_idx = 0;
