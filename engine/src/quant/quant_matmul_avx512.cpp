@@ -122,7 +122,15 @@ void dequant_row(uint32_t type, const uint8_t* row, int64_t n, float* y) {
 // buffer. Each 16-lane weight vector is the same value the buffered decoder
 // stores (float(q) * d, or the F16 widening), and acc[r][c] sees the same FMAs in
 // the same order as in tile<R, C>, so the bits are those of the buffered path.
-struct Q8_0Blocks {
+// Step s of a row is its elements 32s..32s+31. Types with 32-element blocks get
+// step() from Step32; Q4_K decodes a 32-element sub-block of its 256-element block.
+template <class D>
+struct Step32 {
+    static constexpr int64_t step_bytes() { return D::kBytes; }
+    static void step(const uint8_t* row, int64_t s, __m512& w0, __m512& w1) { D::decode(row + s * D::kBytes, w0, w1); }
+};
+
+struct Q8_0Blocks : Step32<Q8_0Blocks> {
     static constexpr int64_t kBytes = 34;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
         const __m512 d = _mm512_set1_ps(block_scale(b));
@@ -133,7 +141,7 @@ struct Q8_0Blocks {
     }
 };
 
-struct Q4_0Blocks {
+struct Q4_0Blocks : Step32<Q4_0Blocks> {
     static constexpr int64_t kBytes = 18;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
         const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
@@ -161,7 +169,7 @@ inline void nibbles_lut(const uint8_t* qs, __m128i lut, float s0, float s1, __m5
 }
 
 template <bool TwoScales>
-struct Rocmfp4Blocks {  // 100 (two scales) and 101 (one scale)
+struct Rocmfp4Blocks : Step32<Rocmfp4Blocks<TwoScales>> {  // 100 (two scales) and 101 (one scale)
     static constexpr int64_t kBytes = TwoScales ? 18 : 17;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
         const float s0 = rocmfp_scale(b[16]);
@@ -170,7 +178,7 @@ struct Rocmfp4Blocks {  // 100 (two scales) and 101 (one scale)
     }
 };
 
-struct Rocmfp2Blocks {  // 107: four 2-bit codes per byte, element 4k+s at bits 2s of byte k
+struct Rocmfp2Blocks : Step32<Rocmfp2Blocks> {  // 107: four 2-bit codes per byte, element 4k+s at bits 2s of byte k
     static constexpr int64_t kBytes = 10;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
         const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b));
@@ -185,7 +193,7 @@ struct Rocmfp2Blocks {  // 107: four 2-bit codes per byte, element 4k+s at bits 
     }
 };
 
-struct Rocmfp8Blocks {  // 103
+struct Rocmfp8Blocks : Step32<Rocmfp8Blocks> {  // 103
     static constexpr int64_t kBytes = 33;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
         const float s = rocmfp_scale(b[32]);
@@ -194,7 +202,7 @@ struct Rocmfp8Blocks {  // 103
     }
 };
 
-struct Mxfp4Blocks {  // 39
+struct Mxfp4Blocks : Step32<Mxfp4Blocks> {  // 39
     static constexpr int64_t kBytes = 17;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
         const float d = e8m0_to_f32_half(b[0]);
@@ -202,7 +210,7 @@ struct Mxfp4Blocks {  // 39
     }
 };
 
-struct F16Blocks {  // 32 values per "block" (n % 32 == 0 is checked by the caller)
+struct F16Blocks : Step32<F16Blocks> {  // 32 values per "block" (n % 32 == 0 is checked by the caller)
     static constexpr int64_t kBytes = 64;
     static void decode(const uint8_t* b, __m512& w0, __m512& w1) {
         w0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
@@ -233,9 +241,9 @@ void fused_tile(const uint8_t* W, int64_t stride, int64_t n, const float* X, int
         // Row by row, so a row's two decoded vectors live in registers only.
         for (int r = 0; r < R; ++r) {
             __m512 w0, w1;
-            const uint8_t* wb = W + r * stride + blk * B::kBytes;
-            _mm_prefetch(reinterpret_cast<const char*>(wb + pf), _MM_HINT_T0);
-            B::decode(wb, w0, w1);
+            const uint8_t* row = W + r * stride;
+            _mm_prefetch(reinterpret_cast<const char*>(row + blk * B::step_bytes() + pf), _MM_HINT_T0);
+            B::step(row, blk, w0, w1);
             for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(w1, x1[c], _mm512_fmadd_ps(w0, x0[c], acc[r][c]));
         }
     }
@@ -266,9 +274,30 @@ void fused_matmul(const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, c
     }
 }
 
+struct Q4KBlocks {  // 12: 256-element blocks of 144 bytes, eight 32-element sub-blocks
+    static constexpr int64_t step_bytes() { return 18; }  // 144 / 8, for the prefetch distance
+    static void step(const uint8_t* row, int64_t s, __m512& w0, __m512& w1) {
+        const uint8_t* b = row + (s / 8) * 144;
+        const int k = (int)(s % 8);
+        int sc, mn;
+        q4_k_scale_min(b + 4, k, &sc, &mn);
+        // The AVX2 decoder's values: fmsub(d * sc, q, dmin * mn), one rounding each.
+        const __m512 dl = _mm512_set1_ps(block_scale(b) * (float)sc);
+        const __m512 ml = _mm512_set1_ps(block_scale(b + 2) * (float)mn);
+        const uint8_t* q = b + 16 + (k / 2) * 32;
+        const __m128i m4 = _mm_set1_epi8(0x0F);
+        __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+        __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
+        v0 = _mm_and_si128(k & 1 ? _mm_srli_epi16(v0, 4) : v0, m4);
+        v1 = _mm_and_si128(k & 1 ? _mm_srli_epi16(v1, 4) : v1, m4);
+        w0 = _mm512_fmsub_ps(dl, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v0)), ml);
+        w1 = _mm512_fmsub_ps(dl, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v1)), ml);
+    }
+};
+
 // Types with a fused decoder (each decodes exactly as its AVX2 decoder in
-// quant_dot_avx2.cpp; the K-quants' 256-element blocks and the 3/6-bit ROCmFP
-// types keep the row buffer); true when it ran.
+// quant_dot_avx2.cpp; Q2_K, IQ2_XXS and the 3/6-bit ROCmFP types keep the row
+// buffer); true when it ran.
 bool try_fused(uint32_t type, const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, const float* X,
                int64_t ldx, int ncols, float* Y, int64_t ldy) {
     if (ncols < 1 || ncols > 4 || n % 32 != 0) return false;
@@ -276,6 +305,7 @@ bool try_fused(uint32_t type, const uint8_t* W, int64_t stride, int64_t n_rows, 
         case 8: fused_matmul<Q8_0Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 2: fused_matmul<Q4_0Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 1: fused_matmul<F16Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 12: fused_matmul<Q4KBlocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 39: fused_matmul<Mxfp4Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 100: fused_matmul<Rocmfp4Blocks<true>>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 101: fused_matmul<Rocmfp4Blocks<false>>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
