@@ -51,6 +51,18 @@ class Session:
     def prefill(self, tokens: Sequence[int] | np.ndarray, mode: str = "exact") -> np.ndarray:
         return self._s.prefill(_token_list(tokens), mode)
 
+    @property
+    def state_bytes(self) -> int:
+        return self._s.state_bytes
+
+    def snapshot(self) -> Any:
+        """A deep copy of the state now (`.pos`, `.bytes`); `restore` returns to it, any number of times."""
+        return self._s.snapshot()
+
+    def restore(self, snapshot: Any) -> None:
+        """Back to `snapshot` (taken from a session of the same model and options)."""
+        self._s.restore(snapshot)
+
 
 class Model:
     """A memory-mapped deepseek4 GGUF on the CPU backend."""

@@ -127,11 +127,18 @@ void bind_model(py::module_& m) {
     bind_numerics(m);
     using ds4::Ds4Model;
     using ds4::Ds4Session;
+    py::class_<ds4::Ds4Snapshot>(m, "Snapshot", "A session's state at one position (Session.snapshot)")
+        .def_property_readonly("pos", [](const ds4::Ds4Snapshot& s) { return s.pos; })
+        .def_property_readonly("bytes", [](const ds4::Ds4Snapshot& s) { return s.state ? s.state->bytes() : 0; });
     py::class_<Ds4Session>(m, "Session", "Sequential state of one sequence (ring, compressed rows, position)")
         .def_property_readonly("pos", &Ds4Session::pos)
         .def_property_readonly("max_ctx", &Ds4Session::max_ctx)
         .def_property_readonly("fp8_kv", [](const Ds4Session& s) { return s.options().fp8_kv; })
         .def_property_readonly("indexer_fp4", [](const Ds4Session& s) { return s.options().indexer_fp4; })
+        .def("snapshot", &Ds4Session::snapshot, py::call_guard<py::gil_scoped_release>(),
+             "A deep copy of the state after the tokens fed so far")
+        .def("restore", &Ds4Session::restore, py::arg("snapshot"), py::call_guard<py::gil_scoped_release>(),
+             "Return to a snapshot of this session (or of another session of the same model and options)")
         .def_property_readonly("state_bytes", &Ds4Session::state_bytes,
                                "Bytes of sequence state (ring, compressed and indexer rows) the backend holds")
         .def_property(

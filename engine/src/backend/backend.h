@@ -58,6 +58,9 @@ public:
     virtual int64_t n_comp(int64_t il) const = 0;  // compressed rows stored in layer il
     virtual int64_t n_idx(int64_t il) const = 0;   // indexer rows stored in layer il
     virtual int64_t bytes() const = 0;             // memory held now
+    // A deep copy on the same backend: a snapshot to restore later (prefix reuse,
+    // rewinding rejected draft tokens).
+    virtual std::unique_ptr<SeqState> clone() const = 0;
 };
 
 // What a compressor needs besides its state (one per layer and kind).

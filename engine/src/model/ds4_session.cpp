@@ -72,6 +72,32 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
     b_.want.resize(sz(B));
 }
 
+Ds4Snapshot Ds4Session::snapshot() const {
+    Ds4Snapshot s;
+    s.owner_model = model_.get();
+    s.pos = pos_;
+    s.max_ctx = opt_.max_ctx;
+    s.fp8_kv = opt_.fp8_kv;
+    s.indexer_fp4 = opt_.indexer_fp4;
+    s.state = state_->clone();
+    return s;
+}
+
+void Ds4Session::restore(const Ds4Snapshot& snap) {
+    if (!snap.state || snap.owner_model != model_.get()) {
+        throw ArgumentError("restore: the snapshot was taken from a session of another model");
+    }
+    if (snap.max_ctx != opt_.max_ctx || snap.fp8_kv != opt_.fp8_kv || snap.indexer_fp4 != opt_.indexer_fp4) {
+        throw ArgumentError("restore: the snapshot's session options (max_ctx " + std::to_string(snap.max_ctx) +
+                            ", fp8_kv " + std::to_string(snap.fp8_kv) + ", indexer_fp4 " +
+                            std::to_string(snap.indexer_fp4) + ") differ from this session's (max_ctx " +
+                            std::to_string(opt_.max_ctx) + ", fp8_kv " + std::to_string(opt_.fp8_kv) +
+                            ", indexer_fp4 " + std::to_string(opt_.indexer_fp4) + ")");
+    }
+    state_ = snap.state->clone();
+    pos_ = snap.pos;
+}
+
 void Ds4Session::check_tokens(const int32_t* tokens, int64_t n) const {
     const int64_t V = model_->hparams().n_vocab;
     for (int64_t i = 0; i < n; ++i) {

@@ -24,6 +24,17 @@ struct Ds4SessionOptions {
     bool indexer_fp4 = true;  // D: FP4 round trip of indexer rows and queries (false: llama.cpp)
 };
 
+// A session's state at one position, taken by Ds4Session::snapshot. It holds a
+// deep copy, so the session may run on; restore() puts the copy back (again by
+// copying, so one snapshot can be restored any number of times).
+struct Ds4Snapshot {
+    const void* owner_model = nullptr;  // the Ds4Model the state belongs to
+    int64_t pos = 0;
+    int64_t max_ctx = 0;
+    bool fp8_kv = true, indexer_fp4 = true;
+    std::shared_ptr<const SeqState> state;
+};
+
 class Ds4Session {
 public:
     Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOptions& opt);
@@ -32,6 +43,12 @@ public:
     int64_t max_ctx() const { return opt_.max_ctx; }
     const Ds4SessionOptions& options() const { return opt_; }
     int64_t state_bytes() const { return state_->bytes(); }
+
+    // The state after the tokens fed so far; restore() returns the session to it.
+    Ds4Snapshot snapshot() const;
+    // Throws ArgumentError (and changes nothing) for a snapshot of another model or of a
+    // session with other options.
+    void restore(const Ds4Snapshot& snap);
 
     // Logits [n_vocab] of one token.
     std::vector<float> decode(int32_t token);

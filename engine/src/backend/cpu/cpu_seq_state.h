@@ -7,6 +7,7 @@
 // token still finds its n_swa predecessors.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend/backend.h"
@@ -37,6 +38,7 @@ public:
     int64_t n_comp(int64_t il) const override { return layers[(size_t)il].n_comp; }
     int64_t n_idx(int64_t il) const override { return layers[(size_t)il].n_idx; }
     int64_t bytes() const override;
+    std::unique_ptr<SeqState> clone() const override { return std::make_unique<CpuSeqState>(*this); }
 
     // Window row of position p (valid while p is among the last ring_rows stored).
     const float* ring_row(int64_t il, int64_t p) const {
