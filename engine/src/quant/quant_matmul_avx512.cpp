@@ -295,9 +295,29 @@ struct Q4KBlocks {  // 12: 256-element blocks of 144 bytes, eight 32-element sub
     }
 };
 
+struct Q2KBlocks {  // 10: 256-element blocks of 84 bytes, sixteen 16-element sub-blocks
+    static constexpr int64_t step_bytes() { return 10; }  // about 84 / 8, for the prefetch distance
+    // Sub-block s as the AVX2 decoder: fmsub(d * sc_s, q, dmin * m_s).
+    static __m512 sub_block(const uint8_t* b, int s, float d, float dmin) {
+        const int e = s * 16;
+        const __m512 dl = _mm512_set1_ps(d * (float)(b[s] & 0xF));
+        const __m512 ml = _mm512_set1_ps(dmin * (float)(b[s] >> 4));
+        __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 + (e / 128) * 32 + e % 32));
+        v = _mm_and_si128(_mm_srl_epi16(v, _mm_cvtsi32_si128(2 * ((e % 128) / 32))), _mm_set1_epi8(3));
+        return _mm512_fmsub_ps(dl, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)), ml);
+    }
+    static void step(const uint8_t* row, int64_t s, __m512& w0, __m512& w1) {
+        const uint8_t* b = row + (s / 8) * 84;
+        const int s0 = (int)(s % 8) * 2;
+        const float d = block_scale(b + 80), dmin = block_scale(b + 82);
+        w0 = sub_block(b, s0, d, dmin);
+        w1 = sub_block(b, s0 + 1, d, dmin);
+    }
+};
+
 // Types with a fused decoder (each decodes exactly as its AVX2 decoder in
-// quant_dot_avx2.cpp; Q2_K, IQ2_XXS and the 3/6-bit ROCmFP types keep the row
-// buffer); true when it ran.
+// quant_dot_avx2.cpp; IQ2_XXS and the 3/6-bit ROCmFP types keep the row buffer);
+// true when it ran.
 bool try_fused(uint32_t type, const uint8_t* W, int64_t stride, int64_t n_rows, int64_t n, const float* X,
                int64_t ldx, int ncols, float* Y, int64_t ldy) {
     if (ncols < 1 || ncols > 4 || n % 32 != 0) return false;
@@ -305,6 +325,7 @@ bool try_fused(uint32_t type, const uint8_t* W, int64_t stride, int64_t n_rows, 
         case 8: fused_matmul<Q8_0Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 2: fused_matmul<Q4_0Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 1: fused_matmul<F16Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
+        case 10: fused_matmul<Q2KBlocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 12: fused_matmul<Q4KBlocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 39: fused_matmul<Mxfp4Blocks>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
         case 100: fused_matmul<Rocmfp4Blocks<true>>(W, stride, n_rows, n, X, ldx, ncols, Y, ldy); return true;
