@@ -131,8 +131,7 @@ std::vector<float> Ds4Session::verify(const std::vector<int32_t>& tokens) {
     check_tokens(tokens.data(), n);  // fail before any state changes
     std::vector<float> logits;
     logits.reserve((size_t)(n * model_->hparams().n_vocab));
-    const bool* kAll = kAllRows;
-    for (int64_t b = 0; b < n; b += kBlock) forward(tokens.data() + b, std::min(kBlock, n - b), kAll, logits);
+    for (int64_t b = 0; b < n; b += kBlock) forward(tokens.data() + b, std::min(kBlock, n - b), kAllRows, logits);
     return logits;
 }
 
