@@ -9,7 +9,6 @@
 
 #include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/cpu_numerics.h"
 #include "backend/cpu/cpu_seq_state.h"
 
 namespace ds4 {
@@ -46,8 +45,10 @@ void CpuBackend::attention(const SeqState& st, int64_t il, int64_t p0, int64_t n
         int64_t keys_of = -1;
         for (int64_t item = b; item < e; ++item) {
             const int64_t i = item / n_groups, g = item % n_groups, p = p0 + i;
-            if (keys_of != i) {
+            if (keys_of != i) {  // a new token: its keys and its inverse-RoPE angles
                 gather_keys(S, il, p, i, comp, W.rows);
+                W.rope_cs.resize((size_t)rope.n_rot);
+                cpu_rope_cos_sin((double)p, rope, W.rope_cs.data());
                 keys_of = i;
             }
             const int64_t T = (int64_t)W.rows.size();
@@ -77,12 +78,10 @@ void CpuBackend::attention(const SeqState& st, int64_t il, int64_t p0, int64_t n
             }
             ak.weighted_sums4(s, nh, W.rows.data(), T, D, q);  // q is no longer needed: the sums land there
             float* Oi = O + i * n_head * D;
-            W.theta.resize((size_t)(rope.n_rot / 2));
-            rope_angles((double)p, rope, W.theta.data());
             for (int j = 0; j < nh; ++j) {
                 float* o = Oi + (h0 + j) * D;
                 for (int64_t k = 0; k < D; ++k) o[k] = (float)(q[j * D + k] / den[j]);
-                cpu_rope_row(o, D, W.theta.data(), rope.n_rot, true);
+                cpu_rope_row(o, D, W.rope_cs.data(), rope.n_rot, true);
             }
         }
     });

@@ -28,10 +28,19 @@ void cpu_rms_norm_row(const float* x, const float* w, int64_t n, double eps, flo
     for (int64_t i = 0; i < n; ++i) y[i] = (float)((double)x[i] * s * (w ? (double)w[i] : 1.0));
 }
 
-void cpu_rope_row(float* x, int64_t row_len, const double* theta, int64_t n_rot, bool inverse) {
+void cpu_rope_cos_sin(double pos, const RopeSpec& spec, double* cs) {
+    rope_angles(pos, spec, cs);  // angle i lands in cs[i]; expand from the top so none is overwritten early
+    for (int64_t i = spec.n_rot / 2 - 1; i >= 0; --i) {
+        const double t = cs[i];
+        cs[2 * i] = std::cos(t);
+        cs[2 * i + 1] = std::sin(t);
+    }
+}
+
+void cpu_rope_row(float* x, int64_t row_len, const double* cs, int64_t n_rot, bool inverse) {
     float* tail = x + (row_len - n_rot);
     for (int64_t i = 0; i < n_rot / 2; ++i) {
-        const double c = std::cos(theta[i]), s = inverse ? -std::sin(theta[i]) : std::sin(theta[i]);
+        const double c = cs[2 * i], s = inverse ? -cs[2 * i + 1] : cs[2 * i + 1];
         const double x0 = tail[2 * i], x1 = tail[2 * i + 1];
         tail[2 * i] = (float)(x0 * c - x1 * s);
         tail[2 * i + 1] = (float)(x0 * s + x1 * c);
@@ -72,12 +81,12 @@ void CpuBackend::rms_norm(const float* x, const float* w, int64_t n, int64_t n_r
 void CpuBackend::rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
                            const RopeSpec& spec, bool inverse) {
     pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
-        std::vector<double>& theta = scratch().theta;
-        theta.resize((size_t)(spec.n_rot / 2));
+        std::vector<double>& cs = scratch().rope_cs;
+        cs.resize((size_t)spec.n_rot);
         for (int64_t i = b; i < e; ++i) {
-            rope_angles((double)(pos0 + i), spec, theta.data());
+            cpu_rope_cos_sin((double)(pos0 + i), spec, cs.data());
             for (int64_t r = 0; r < rows_per_token; ++r) {
-                cpu_rope_row(x + (i * rows_per_token + r) * row_len, row_len, theta.data(), spec.n_rot, inverse);
+                cpu_rope_row(x + (i * rows_per_token + r) * row_len, row_len, cs.data(), spec.n_rot, inverse);
             }
         }
     });

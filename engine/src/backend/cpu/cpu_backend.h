@@ -20,7 +20,10 @@ namespace ds4 {
 
 // Single-row helpers the files share (no threading inside).
 void cpu_rms_norm_row(const float* x, const float* w, int64_t n, double eps, float* y);
-void cpu_rope_row(float* x, int64_t row_len, const double* theta, int64_t n_rot, bool inverse);
+// cs[2i], cs[2i + 1] = cos, sin of RoPE pair i's angle at pos (n_rot values): computed
+// once per position, shared by every row rotated there.
+void cpu_rope_cos_sin(double pos, const RopeSpec& spec, double* cs);
+void cpu_rope_row(float* x, int64_t row_len, const double* cs, int64_t n_rot, bool inverse);
 void cpu_indexer_transform_row(float* row, int64_t d, bool fp4, std::vector<double>& tmp);
 double cpu_sigmoid(double x);
 
@@ -65,7 +68,7 @@ public:
     // not members, because two sessions of one model may run concurrently from Python
     // threads (the bindings release the GIL).
     struct Scratch {
-        std::vector<double> d0, d1, d2, theta;
+        std::vector<double> d0, d1, d2, rope_cs;
         std::vector<float> f0, f1;
         std::vector<const float*> rows;
         std::vector<int32_t> order;

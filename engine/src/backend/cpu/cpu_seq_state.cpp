@@ -116,8 +116,8 @@ void CpuBackend::compress(SeqState& st, int64_t il, int64_t p0, int64_t n, const
     SC.f0.resize((size_t)std::max(W, Dc));
     SC.d1.resize((size_t)c.rows);
     SC.d2.resize((size_t)c.rows);
-    std::vector<double>& theta = SC.theta;
-    theta.resize((size_t)(cp.rope->n_rot / 2));
+    std::vector<double>& cs = SC.rope_cs;
+    cs.resize((size_t)cp.rope->n_rot);
     for (int64_t i = 0; i < n; ++i) {
         const int64_t p = p0 + i;
         const int64_t slot = r == 4 ? 4 + p % 4 : p % r;
@@ -131,8 +131,8 @@ void CpuBackend::compress(SeqState& st, int64_t il, int64_t p0, int64_t n, const
             float* row = SC.f0.data();
             pool_window(c, r, Dc, SC.d1.data(), SC.d2.data(), row);
             cpu_rms_norm_row(row, cp.norm, Dc, cp.rms_eps, row);
-            rope_angles((double)(p + 1 - r), *cp.rope, theta.data());
-            cpu_rope_row(row, Dc, theta.data(), cp.rope->n_rot, false);
+            cpu_rope_cos_sin((double)(p + 1 - r), *cp.rope, cs.data());
+            cpu_rope_row(row, Dc, cs.data(), cp.rope->n_rot, false);
             if (cp.indexer) {
                 cpu_indexer_transform_row(row, Dc, cp.indexer_fp4, SC.d0);
             } else if (cp.fp8_kv) {
