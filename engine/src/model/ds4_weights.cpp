@@ -90,14 +90,6 @@ void check_expert_ids(const GGUFFile& f, const WeightView& table, int64_t n_expe
 
 }  // namespace
 
-WeightView WeightView::expert(int64_t e) const {
-    WeightView w = *this;
-    w.data = data + (uint64_t)e * (uint64_t)ne[1] * row_bytes;
-    w.ne[2] = 1;
-    w.name = name + "[" + std::to_string(e) + "]";
-    return w;
-}
-
 std::vector<float> weight_to_floats(const WeightView& w) {
     const int64_t n = w.ne[0] * w.n_rows();
     std::vector<float> out((size_t)n);

@@ -26,8 +26,6 @@ struct WeightView {
     int64_t n_in() const { return ne[0]; }
     int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
     const uint8_t* row(int64_t r) const { return data + (uint64_t)r * row_bytes; }
-    // Expert e of a 3-D [in, out, X] tensor as a 2-D [in, out] view.
-    WeightView expert(int64_t e) const;
 };
 
 struct Ds4LayerWeights {
