@@ -1,4 +1,4 @@
-// Test harness for engine/gpu/dequant_rocmfp.cu (CUDA): reads raw ROCmFP blocks
+// Test harness for engine/src/backend/gpu/dequant_rocmfp.cu (CUDA): reads raw ROCmFP blocks
 // from a file, dequantises them on the GPU with ds4_gpu_dequant_rocmfp and
 // writes the float32 results. Used by test_quant_gpu_source.py when a CUDA GPU
 // is present. Usage: quant_gpu_harness TYPE N_ELEMENTS IN.bin OUT.bin

@@ -1,4 +1,4 @@
-"""The CUDA/HIP ROCmFP dequantise kernel (engine/gpu/dequant_rocmfp.cu): it must
+"""The CUDA/HIP ROCmFP dequantise kernel (engine/src/backend/gpu/dequant_rocmfp.cu): it must
 compile for sm_90 (nvcc) and gfx1151 (clang HIP, device only, no ROCm install),
 and where a CUDA GPU exists its output must be bitwise equal to the numpy spec
 reference. Each check is skipped (with the reason) when its tool is missing."""
@@ -13,7 +13,7 @@ from quant_rocmfp_reference import LAYOUT, dequantize as ref_dequantize
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = Path(__file__).with_name("quant_gpu_harness.cu")
-SRC = REPO / "engine" / "gpu" / "dequant_rocmfp.cu"
+SRC = REPO / "engine" / "src" / "backend" / "gpu" / "dequant_rocmfp.cu"
 INC = REPO / "engine" / "src"
 
 

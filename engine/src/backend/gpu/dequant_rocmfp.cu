@@ -3,13 +3,11 @@
 // DS4_HD code in quant/rocmfp_codes.h that the CPU kernels (and their tests) use,
 // so the GPU cannot drift from the tested CPU reference.
 //
-// Compile checks that work on a machine without GPU or ROCm (see
-// tests/quant/test_quant_gpu_source.py):
-//   nvcc -std=c++17 -arch=sm_90 -c engine/gpu/dequant_rocmfp.cu -I engine/src -o x.o
-//   clang++-19 -x hip --offload-arch=gfx1151 --cuda-device-only -nogpulib -nogpuinc \
-//       -std=c++17 -I engine/src -S engine/gpu/dequant_rocmfp.cu -o y.s
-// Without -nogpuinc clang stops with "cannot find HIP runtime"; with -c instead of
-// -S (or -emit-llvm / -fgpu-rdc) it needs lld to link the device code object.
+// Compile checks that work on a machine without GPU or ROCm (scripts/check-gpu-compile,
+// tests/quant/test_quant_gpu_source.py): nvcc -arch=sm_90 -c, and clang++-19 -x hip
+// --offload-arch=gfx1151 --cuda-device-only -nogpulib -nogpuinc -S. Without -nogpuinc
+// clang stops with "cannot find HIP runtime"; with -c instead of -S (or -emit-llvm /
+// -fgpu-rdc) it needs lld to link the device code object.
 #include "gpu_compat.h"
 #include "quant/rocmfp_codes.h"
 
