@@ -33,11 +33,7 @@
 #pragma once
 #include <stdint.h>
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define DS4_HD __host__ __device__
-#else
-#define DS4_HD
-#endif
+#include "core/hd.h"
 
 namespace ds4 {
 namespace rocmfp {
