@@ -1,14 +1,24 @@
-// Minimal CUDA/HIP portability shim for the engine's .cu sources.
+// Minimal CUDA/HIP portability shim for the engine's .cu sources (device side).
 //
 // nvcc and hipcc (with HIP headers) define the CUDA keywords and thread indices
 // themselves. CI also compiles the HIP side with plain clang and no ROCm install
-// (`clang++ -x hip -nogpulib --cuda-device-only`), where clang only pre-includes
-// its HIP wrapper if the HIP headers exist; for that case this header maps the
-// few keywords and builtins the kernels use onto clang's AMDGPU builtins.
+// (`clang++ -x hip -nogpulib -nogpuinc --cuda-device-only`), where clang only
+// pre-includes its HIP wrapper if the HIP headers exist; for that case this header
+// maps the few keywords and builtins the kernels use onto clang's AMDGPU builtins,
+// and sets DS4_GPU_HAVE_RUNTIME to 0 so host-only code (launchers, the backend
+// class) compiles out.
+//
+// Wave size: nothing here or in the kernels assumes 32 or 64 lanes. Reductions go
+// through shared memory with a fixed block size (a multiple of both), so gfx1151
+// (wave32), CDNA (wave64) and NVIDIA (warp 32) reduce in the same order.
 #pragma once
+#include "core/hd.h"  // __host__ / __device__ without the ROCm headers
 
 #if defined(__HIPCC__)
-#if __has_include(<hip/hip_runtime.h>)
+// The runtime counts as present when clang pre-included its HIP wrapper (not -nogpuinc)
+// and the ROCm headers exist: ROCm headers lying in /usr/include do not make a
+// -nogpuinc compile a host compile.
+#if defined(__CLANG_HIP_RUNTIME_WRAPPER_INCLUDED__) && __has_include(<hip/hip_runtime.h>)
 #include <hip/hip_runtime.h>
 #define DS4_GPU_HAVE_RUNTIME 1
 #else
@@ -16,32 +26,55 @@
 #ifndef __global__
 #define __global__ __attribute__((global))
 #endif
-#ifndef __device__
-#define __device__ __attribute__((device))
-#endif
-#ifndef __host__
-#define __host__ __attribute__((host))
+#ifndef __shared__
+#define __shared__ __attribute__((shared))
 #endif
 #define DS4_GPU_HAVE_RUNTIME 0
 #endif
 #if DS4_GPU_HAVE_RUNTIME
 __device__ inline unsigned ds4_thread_x() { return threadIdx.x; }
 __device__ inline unsigned ds4_block_x() { return blockIdx.x; }
+__device__ inline unsigned ds4_block_y() { return blockIdx.y; }
 __device__ inline unsigned ds4_block_dim_x() { return blockDim.x; }
+__device__ inline void ds4_sync_block() { __syncthreads(); }
 #else
 // Without the headers there is no threadIdx: use clang's AMDGPU builtins.
 __device__ inline unsigned ds4_thread_x() { return __builtin_amdgcn_workitem_id_x(); }
 __device__ inline unsigned ds4_block_x() { return __builtin_amdgcn_workgroup_id_x(); }
+__device__ inline unsigned ds4_block_y() { return __builtin_amdgcn_workgroup_id_y(); }
 __device__ inline unsigned ds4_block_dim_x() {
     // Workgroup size x lives in the dispatch packet (hsa_kernel_dispatch_packet_t, offset 4).
     return ((const unsigned short*)__builtin_amdgcn_dispatch_ptr())[2];
+}
+// __syncthreads as HIP spells it: a workgroup barrier between release and acquire fences.
+__device__ inline void ds4_sync_block() {
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 #endif
 #elif defined(__CUDACC__)
 #define DS4_GPU_HAVE_RUNTIME 1
 __device__ inline unsigned ds4_thread_x() { return threadIdx.x; }
 __device__ inline unsigned ds4_block_x() { return blockIdx.x; }
+__device__ inline unsigned ds4_block_y() { return blockIdx.y; }
 __device__ inline unsigned ds4_block_dim_x() { return blockDim.x; }
+__device__ inline void ds4_sync_block() { __syncthreads(); }
 #else
 #error "gpu_compat.h is for CUDA (nvcc) or HIP (clang/hipcc) compiles only"
+#endif
+
+// a * b + c rounded once, on every target (kernels spell out each FMA they want;
+// the build disables contraction of everything else).
+#if defined(__CUDACC__) && !defined(__clang__)
+__device__ inline float ds4_fmaf(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+#else
+__device__ inline float ds4_fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+#endif
+
+// True in the host pass of a .cu file that has the runtime: launchers and the backend class.
+#if DS4_GPU_HAVE_RUNTIME && !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
+#define DS4_GPU_HOST_CODE 1
+#else
+#define DS4_GPU_HOST_CODE 0
 #endif

@@ -1,0 +1,82 @@
+// Host side of the CUDA/HIP runtime, one spelling for both: DS4_GPU_RT(Malloc) is
+// cudaMalloc or hipMalloc, and every call goes through DS4_GPU_CHECK, which turns a
+// failure into a ds4 error naming the call, so nothing fails silently. Only for host
+// code in .cu files compiled with the runtime headers (DS4_GPU_HAVE_RUNTIME): the
+// device-only HIP check without ROCm never sees it.
+#pragma once
+#include "backend/gpu/gpu_compat.h"
+
+#if !DS4_GPU_HAVE_RUNTIME
+#error "gpu_runtime.h needs the CUDA or HIP runtime headers; guard the include with DS4_GPU_HAVE_RUNTIME"
+#endif
+
+#include <string>
+
+#include "common/error.h"
+
+#if defined(__HIPCC__)
+#define DS4_GPU_RT(fn) hip##fn
+#define DS4_GPU_RT_PREFIX "hip"
+#define DS4_GPU_KIND_NAME "hip"
+using ds4_gpu_stream_t = hipStream_t;
+using ds4_gpu_device_prop_t = hipDeviceProp_t;
+#define ds4GpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define ds4GpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define ds4GpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define ds4GpuStreamNonBlocking hipStreamNonBlocking
+#define ds4GpuErrorInvalidValue hipErrorInvalidValue
+#define ds4GpuErrorInvalidDevicePointer hipErrorInvalidDevicePointer
+#define ds4GpuErrorInvalidConfiguration hipErrorInvalidConfiguration
+#else
+#include <cuda_runtime.h>
+#define DS4_GPU_RT(fn) cuda##fn
+#define DS4_GPU_RT_PREFIX "cuda"
+#define DS4_GPU_KIND_NAME "cuda"
+using ds4_gpu_stream_t = cudaStream_t;
+using ds4_gpu_device_prop_t = cudaDeviceProp;
+#define ds4GpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define ds4GpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define ds4GpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define ds4GpuStreamNonBlocking cudaStreamNonBlocking
+#define ds4GpuErrorInvalidValue cudaErrorInvalidValue
+#define ds4GpuErrorInvalidDevicePointer cudaErrorInvalidDevicePointer
+#define ds4GpuErrorInvalidConfiguration cudaErrorInvalidConfiguration
+#endif
+
+using ds4_gpu_error_t = DS4_GPU_RT(Error_t);
+// The prefix of every message: "gpu backend (cuda): ...".
+#define DS4_GPU_WHO "gpu backend (" DS4_GPU_KIND_NAME ")"
+
+namespace ds4 {
+
+// "cudaMalloc(1024 bytes): out of memory (cudaErrorMemoryAllocation)".
+inline std::string gpu_error_text(ds4_gpu_error_t rc, const char* call, const std::string& what) {
+    std::string msg = std::string(call);
+    if (!what.empty()) msg += "(" + what + ")";
+    msg += ": ";
+    msg += DS4_GPU_RT(GetErrorString)(rc);
+    msg += " (";
+    msg += DS4_GPU_RT(GetErrorName)(rc);
+    msg += ")";
+    return msg;
+}
+
+// Throws for any status but success: ArgumentError where the call's arguments were at
+// fault, UnsupportedError otherwise (no device, driver, out of memory, a kernel fault).
+inline void gpu_check(ds4_gpu_error_t rc, const char* call, const std::string& what = std::string()) {
+    if (rc == DS4_GPU_RT(Success)) return;
+    const std::string msg = DS4_GPU_WHO ": " + gpu_error_text(rc, call, what);
+    if (rc == ds4GpuErrorInvalidValue || rc == ds4GpuErrorInvalidDevicePointer ||
+        rc == ds4GpuErrorInvalidConfiguration) {
+        throw ArgumentError(msg);
+    }
+    throw UnsupportedError(msg);
+}
+
+}  // namespace ds4
+
+// DS4_GPU_CHECK(Malloc, &p, n) calls cudaMalloc / hipMalloc and throws naming it.
+#define DS4_GPU_CHECK(fn, ...) ::ds4::gpu_check(DS4_GPU_RT(fn)(__VA_ARGS__), DS4_GPU_RT_PREFIX #fn)
+// After a kernel launch: a bad launch configuration or an earlier asynchronous fault.
+#define DS4_GPU_CHECK_LAUNCH(kernel_name) \
+    ::ds4::gpu_check(DS4_GPU_RT(GetLastError)(), DS4_GPU_RT_PREFIX "LaunchKernel", kernel_name)
