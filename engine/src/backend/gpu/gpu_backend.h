@@ -1,0 +1,19 @@
+// The GPU backend's factory, in plain C++ (no CUDA/HIP types), for
+// backend_registry.cpp. Only built with DS4KIT_GPU=cuda|hip (ds4core then defines
+// DS4KIT_HAVE_GPU=1 and DS4KIT_GPU_KIND). The backend itself (gpu_backend.cu)
+// implements memory, weights, matmul (F32, F16, Q8_0), rms_norm, scale and copy;
+// every other operation throws UnsupportedError naming it, never falling back to
+// the CPU.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace ds4 {
+
+const char* gpu_backend_kind();               // "cuda" or "hip": what this build compiled
+std::string gpu_device_status();              // "ok", or why no device can be used
+std::unique_ptr<Backend> make_gpu_backend();  // device 0; throws UnsupportedError(reason) without one
+
+}  // namespace ds4

@@ -1,0 +1,77 @@
+// RMS norm and scale kernels, one source for CUDA and HIP.
+//
+// rms_norm: one thread block per row. Thread t sums x[i]^2 for i = t, t + T, ... in double
+// (each float square is exact in double), then the T partial sums are added in a fixed
+// shared-memory tree; the scale 1 / sqrt(ss / n + eps) and y = x * s * w are formed in
+// double as the CPU backend does. Only the order of the (exact-product) double sum
+// differs from the CPU's, so results match it to within a float rounding flip, and a
+// row's result does not depend on how many rows are normalised together.
+#include "backend/gpu/gpu_compat.h"
+#include "core/numerics.h"
+
+#include <stdint.h>
+
+namespace {
+constexpr int kNormThreads = 128;  // a multiple of every wave size (32, 64)
+constexpr int kScaleThreads = 256;
+}  // namespace
+
+extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, int64_t n, double eps, float* y) {
+    __shared__ double part[kNormThreads];
+    __shared__ double scale;
+    const int t = (int)ds4_thread_x();
+    const int64_t r = ds4_block_x();
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    double ss = 0.0;
+    for (int64_t i = t; i < n; i += kNormThreads) ss += (double)xr[i] * (double)xr[i];
+    part[t] = ss;
+    ds4_sync_block();
+    for (int s = kNormThreads / 2; s > 0; s >>= 1) {
+        if (t < s) part[t] += part[t + s];
+        ds4_sync_block();
+    }
+    if (t == 0) scale = 1.0 / ds4::num::sqrt_f64(part[0] / (double)n + eps);
+    ds4_sync_block();
+    const double s = scale;
+    for (int64_t i = t; i < n; i += kNormThreads) yr[i] = (float)((double)xr[i] * s * (w ? (double)w[i] : 1.0));
+}
+
+extern "C" __global__ void ds4_scale_kernel(float* x, int64_t n, double s) {
+    const int64_t i = (int64_t)ds4_block_x() * kScaleThreads + ds4_thread_x();
+    if (i < n) x[i] = (float)((double)x[i] * s);
+}
+
+#if DS4_GPU_HOST_CODE
+#include <string>
+
+#include "backend/gpu/gpu_kernels.h"
+#include "backend/gpu/gpu_runtime.h"
+
+namespace ds4 {
+namespace gpu {
+
+void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y, void* stream) {
+    if (n_rows <= 0 || n <= 0) return;
+    if (n_rows > 0x7fffffff) {
+        throw ArgumentError(DS4_GPU_WHO ": rms_norm of " + std::to_string(n_rows) +
+                            " rows exceeds the launch grid");
+    }
+    ds4_rms_norm_kernel<<<(unsigned)n_rows, kNormThreads, 0, (ds4_gpu_stream_t)stream>>>(x, w, n, eps, y);
+    DS4_GPU_CHECK_LAUNCH("ds4_rms_norm_kernel");
+}
+
+void launch_scale(float* x, int64_t n, double s, void* stream) {
+    if (n <= 0) return;
+    const int64_t blocks = (n + kScaleThreads - 1) / kScaleThreads;
+    if (blocks > 0x7fffffff) {
+        throw ArgumentError(DS4_GPU_WHO ": scale of " + std::to_string(n) +
+                            " values exceeds the launch grid");
+    }
+    ds4_scale_kernel<<<(unsigned)blocks, kScaleThreads, 0, (ds4_gpu_stream_t)stream>>>(x, n, s);
+    DS4_GPU_CHECK_LAUNCH("ds4_scale_kernel");
+}
+
+}  // namespace gpu
+}  // namespace ds4
+#endif
