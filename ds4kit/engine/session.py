@@ -1,6 +1,6 @@
-"""Thin facade over the C++ DeepSeek V4 forward pass (ds4kit._engine.Model / Session).
+"""One sequence on the engine (ds4kit._engine.Session), made by `Model.session`.
 
-    from ds4kit.engine.session import Model
+    from ds4kit.engine import Model
     model = Model.load("model.gguf", threads=None)      # None: every hardware thread
     s = model.session(max_ctx=4096)                     # fp8_kv / indexer_fp4 default to D's semantics
     last = s.prefill(prompt_ids, mode="exact")          # float32 [n_vocab]
@@ -16,12 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
-
-def _engine():
-    from ds4kit import _engine
-
-    return _engine
 
 
 def _token_list(tokens: Sequence[int] | np.ndarray) -> list[int]:
@@ -62,29 +56,3 @@ class Session:
     def restore(self, snapshot: Any) -> None:
         """Back to `snapshot` (taken from a session of the same model and options)."""
         self._s.restore(snapshot)
-
-
-class Model:
-    """A memory-mapped deepseek4 GGUF on the CPU backend."""
-
-    def __init__(self, native: Any):
-        self._m = native
-
-    @classmethod
-    def load(cls, path, threads: int | None = None) -> "Model":
-        return cls(_engine().Model(str(path), 0 if threads is None else int(threads)))
-
-    @property
-    def hparams(self) -> dict:
-        return self._m.hparams
-
-    @property
-    def backend(self) -> str:
-        return self._m.backend
-
-    @property
-    def threads(self) -> int:
-        return self._m.threads
-
-    def session(self, max_ctx: int, fp8_kv: bool = True, indexer_fp4: bool = True) -> Session:
-        return Session(self._m.session(int(max_ctx), fp8_kv=bool(fp8_kv), indexer_fp4=bool(indexer_fp4)))

@@ -125,6 +125,8 @@ static void bind_numerics(py::module_& m) {
 
 void bind_model(py::module_& m) {
     bind_numerics(m);
+    m.def("available_backends", &ds4::available_backends,
+          "[(name, 'ok' or why this build or machine cannot run it)] for cpu, cuda, hip");
     using ds4::Ds4Model;
     using ds4::Ds4Session;
     py::class_<ds4::Ds4Snapshot>(m, "Snapshot", "A session's state at one position (Session.snapshot)")
@@ -201,16 +203,22 @@ void bind_model(py::module_& m) {
             },
             py::arg("tokens"), py::arg("mode") = "exact", "Feeds tokens; logits (float32 [n_vocab]) of the last");
 
-    py::class_<Ds4Model, std::shared_ptr<Ds4Model>>(m, "Model", "A deepseek4 GGUF, memory-mapped, on the CPU backend")
-        .def(py::init([](const std::string& path, int threads) {
+    py::class_<Ds4Model, std::shared_ptr<Ds4Model>>(m, "Model", "A deepseek4 GGUF, memory-mapped once, on one backend")
+        .def(py::init([](const std::string& path, int threads, const std::string& backend) {
                  py::gil_scoped_release nogil;
-                 return std::make_shared<Ds4Model>(path, threads);
+                 return std::make_shared<Ds4Model>(path, threads, backend);
              }),
-             py::arg("path"), py::arg("threads") = 0)
+             py::arg("path"), py::arg("threads") = 0, py::arg("backend") = "cpu",
+             "backend: 'cpu', 'cuda', 'hip' or 'auto' (UnsupportedError names the build switch of one not built)")
         .def_property_readonly("path", &Ds4Model::path)
         .def_property_readonly("hparams", [](const Ds4Model& md) { return hparams_dict(md.hparams()); })
         .def_property_readonly("backend", [](const Ds4Model& md) { return md.backend().name(); })
+        .def_property_readonly("backend_kind", [](const Ds4Model& md) { return md.backend().kind(); })
         .def_property_readonly("threads", [](const Ds4Model& md) { return md.backend().n_threads(); })
+        .def_property_readonly("gguf", &Ds4Model::file, py::return_value_policy::reference_internal,
+                               "The GGUF file the model computes on (the same mapping)")
+        .def_property_readonly("tokenizer", &Ds4Model::tokenizer, py::return_value_policy::reference_internal,
+                               "The tokenizer built from the file's tokenizer.ggml.* metadata")
         .def(
             "session",
             [](std::shared_ptr<Ds4Model> md, int64_t max_ctx, bool fp8_kv, bool indexer_fp4) {

@@ -87,7 +87,8 @@ struct CompRowSelection {
 class Backend {
 public:
     virtual ~Backend() = default;
-    virtual std::string name() const = 0;
+    virtual std::string name() const = 0;  // e.g. "cpu(avx512)", "cuda(NVIDIA H200)"
+    virtual std::string kind() const = 0;  // "cpu", "cuda" or "hip"
     virtual int n_threads() const = 0;
 
     // Called once per model before any compute: a backend that keeps weights
@@ -169,5 +170,13 @@ public:
 
 // CPU backend; threads <= 0 means the hardware concurrency.
 std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+// Backends by name: "cpu", "cuda", "hip", or "auto" (the GPU backend this build has,
+// if a device is present, else the CPU). threads <= 0: every hardware thread (CPU).
+// A backend that was not built in throws UnsupportedError naming the build switch.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads);
+
+// Every backend name with "ok" or why this build or machine cannot run it.
+std::vector<std::pair<std::string, std::string>> available_backends();
 
 }  // namespace ds4

@@ -1,9 +1,15 @@
 #include "model/ds4_model.h"
 
+#include "common/error.h"
+#include "tokenizer/tokenizer_gguf.h"
+
 namespace ds4 {
 
-Ds4Model::Ds4Model(const std::string& path, int threads)
-    : file_(path), hp_(read_ds4_hparams(file_)), w_(load_ds4_weights(file_, hp_)) {
+Ds4Model::Ds4Model(const std::string& path, int threads, const std::string& backend)
+    : file_(path),
+      hp_(read_ds4_hparams(file_)),
+      w_(load_ds4_weights(file_, hp_)),
+      tokenizer_(file_.has("tokenizer.ggml.tokens") ? tokenizer_from_gguf(file_) : nullptr) {
     for (const Ds4LayerWeights& l : w_.layers) {
         Ds4LayerVectors v;
         v.attn_norm = weight_to_floats(l.attn_norm);
@@ -37,8 +43,13 @@ Ds4Model::Ds4Model(const std::string& path, int threads)
         compressed.beta_slow = hp_.yarn_beta_slow;
     }
     for (int64_t r : hp_.compress_ratios) rope_.push_back(r ? compressed : plain);
-    backend_ = make_cpu_backend(threads);
+    backend_ = make_backend(backend, threads);
     backend_->bind_weights(w_);
+}
+
+const Tokenizer& Ds4Model::tokenizer() const {
+    if (!tokenizer_) throw FormatError(path() + ": GGUF metadata lacks 'tokenizer.ggml.tokens'; the model has no tokenizer");
+    return *tokenizer_;
 }
 
 }  // namespace ds4

@@ -10,6 +10,7 @@
 #include "gguf/gguf_file.h"
 #include "model/ds4_hparams.h"
 #include "model/ds4_weights.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ds4 {
 
@@ -21,8 +22,9 @@ struct Ds4LayerVectors {
 
 class Ds4Model {
 public:
-    // Opens and validates `path`; threads <= 0 uses every hardware thread.
-    Ds4Model(const std::string& path, int threads);
+    // Opens and validates `path` and makes the named backend (backend.h make_backend);
+    // threads <= 0 uses every hardware thread.
+    Ds4Model(const std::string& path, int threads, const std::string& backend = "cpu");
 
     const std::string& path() const { return file_.path(); }
     const GGUFFile& file() const { return file_; }
@@ -33,6 +35,9 @@ public:
     const std::vector<float>& output_hc_base() const { return output_hc_base_; }
     float output_hc_scale() const { return output_hc_scale_; }
     Backend& backend() const { return *backend_; }
+    // The tokenizer the file describes, built from its metadata at load; a file
+    // without tokenizer metadata (some test models) loads, and this throws FormatError.
+    const Tokenizer& tokenizer() const;
     // RoPE of layer il: plain for ratio 0, YaRN with the compressed base otherwise.
     const RopeSpec& rope(int64_t il) const { return rope_[(size_t)il]; }
 
@@ -45,6 +50,7 @@ private:
     float output_hc_scale_ = 1.0f;
     std::vector<RopeSpec> rope_;
     std::unique_ptr<Backend> backend_;
+    std::unique_ptr<Tokenizer> tokenizer_;
 };
 
 }  // namespace ds4

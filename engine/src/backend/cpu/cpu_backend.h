@@ -32,6 +32,7 @@ public:
     explicit CpuBackend(int threads) : pool_(threads) {}
 
     std::string name() const override;
+    std::string kind() const override { return "cpu"; }
     int n_threads() const override { return pool_.size(); }
     void bind_weights(const Ds4Weights&) override {}  // the mapping is used in place
 
