@@ -141,6 +141,23 @@ void bind_model(py::module_& m) {
              "A deep copy of the state after the tokens fed so far")
         .def("restore", &Ds4Session::restore, py::arg("snapshot"), py::call_guard<py::gil_scoped_release>(),
              "Return to a snapshot of this session (or of another session of the same model and options)")
+        .def("rewind", &Ds4Session::rewind, py::arg("n"), py::call_guard<py::gil_scoped_release>(),
+             "Take back the last n positions (n <= max_rewind), at a cost independent of the context")
+        .def_property_readonly("max_rewind", &Ds4Session::max_rewind,
+                               "How many positions rewind() can take back now")
+        .def_property_readonly("capture_layers", [](const Ds4Session& s) { return s.options().capture_layers; })
+        .def_property_readonly("capture_at",
+                               [](const Ds4Session& s) { return s.options().capture_input ? "input" : "output"; })
+        .def(
+            "captured",
+            [](const Ds4Session& s) {
+                const auto n_cap = (py::ssize_t)s.options().capture_layers.size();
+                const auto E = (py::ssize_t)s.model().hparams().n_embd;
+                std::vector<float> copy(s.captured());
+                const py::ssize_t rows = n_cap ? (py::ssize_t)copy.size() / (n_cap * E) : 0;
+                return to_array(std::move(copy), {rows, n_cap, E});
+            },
+            "Features of the last call's tokens: float32 [tokens, capture layers, n_embd]")
         .def_property_readonly("state_bytes", &Ds4Session::state_bytes,
                                "Bytes of sequence state (ring, compressed and indexer rows) the backend holds")
         .def_property(
@@ -221,12 +238,20 @@ void bind_model(py::module_& m) {
                                "The tokenizer built from the file's tokenizer.ggml.* metadata")
         .def(
             "session",
-            [](std::shared_ptr<Ds4Model> md, int64_t max_ctx, bool fp8_kv, bool indexer_fp4) {
+            [](std::shared_ptr<Ds4Model> md, int64_t max_ctx, bool fp8_kv, bool indexer_fp4,
+               const std::vector<int64_t>& capture_layers, const std::string& capture_at) {
+                if (capture_at != "input" && capture_at != "output") {
+                    throw ds4::ArgumentError("capture_at '" + capture_at + "' is not one of 'input', 'output'");
+                }
                 ds4::Ds4SessionOptions opt;
                 opt.max_ctx = max_ctx;
                 opt.fp8_kv = fp8_kv;
                 opt.indexer_fp4 = indexer_fp4;
+                opt.capture_layers = capture_layers;
+                opt.capture_input = capture_at == "input";
                 return std::make_unique<Ds4Session>(std::move(md), opt);
             },
-            py::arg("max_ctx"), py::arg("fp8_kv") = true, py::arg("indexer_fp4") = true);
+            py::arg("max_ctx"), py::arg("fp8_kv") = true, py::arg("indexer_fp4") = true,
+            py::arg("capture_layers") = std::vector<int64_t>{}, py::arg("capture_at") = "output",
+            "capture_layers: layers whose HC-stream mean (at their 'input' or 'output') each forward records");
 }

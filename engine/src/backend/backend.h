@@ -1,37 +1,35 @@
-// The small interface the DeepSeek V4 model code computes through. The CPU
-// backend (backend/cpu) implements it now; the CUDA/HIP backend implements the
-// same calls later.
+// The device-resident seam the DeepSeek V4 model code computes through
+// (ds4kit architecture.md, principle 4). The backend owns every buffer the
+// forward touches: weights (bind_weights), sequence state (SeqState) and
+// activations (alloc). The model code enqueues operations on Dev<> pointers into
+// those buffers and never reads them: token ids go in (upload), logits or token
+// ids come out (download), and whatever the host must decide (rows visible per
+// layer, block splits) follows from positions. Operations are ordered as issued;
+// a backend may run them asynchronously (a GPU stream), so a decode step is a
+// fixed sequence of calls with one synchronize() at the end, which a CUDA/HIP
+// graph can capture. The CPU backend runs each call to completion.
 //
-// Invariance contract (what makes verify == decode bitwise, ds4kit principle 1):
+// Invariance contract (what makes verify == decode bitwise, principle 1):
 //   - matmul over ncols columns gives each column exactly the bits it gets with
-//     ncols = 1 (quant dot_row_cols), whatever the thread count: work is split
-//     over output rows, never over a reduction.
+//     ncols = 1, whatever the thread count: work is split over output rows,
+//     never over a reduction.
 //   - every other call treats each token (column) on its own, with a fixed
 //     reduction order; calls over several tokens may split the tokens across
 //     threads, never a reduction.
 // Numerics: activations are float32; norms, softmaxes, Sinkhorn, RoPE angles,
-// attention and pooling reduce in double (the oracle is float64 numpy).
+// attention and pooling reduce in double on the CPU (the oracle is float64).
+// docs/backend-interface.md describes the seam for a backend's author.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "model/ds4_weights.h"
+#include "core/dev_ptr.h"
+#include "core/rope_spec.h"
+#include "core/weight_view.h"
 
 namespace ds4 {
-
-// RoPE of one layer kind: plain (ext_factor 0) or YaRN (ext_factor 1,
-// freq_scale = 1/factor); the YaRN magnitude factor cancels (net scale 1).
-struct RopeSpec {
-    int64_t n_rot = 0;
-    double freq_base = 10000.0;
-    double freq_scale = 1.0;
-    double ext_factor = 0.0;
-    int64_t n_ctx_orig = 0;
-    double beta_fast = 32.0;
-    double beta_slow = 1.0;
-};
 
 // Hyper-connection split of one sublayer for one token, stored flat as doubles:
 // pre [n_hc] (weights of the sublayer input), post [n_hc] (gates of its output),
@@ -46,42 +44,88 @@ struct SeqShape {
     int64_t idx_dim = 0;          // indexer row length (ratio-4 layers)
     int64_t max_ctx = 0;          // positions the sequence may reach
     int64_t max_block = 0;        // most tokens one forward block stores before it attends
+    int64_t max_rewind = 0;       // most positions rewind_to may take back (>= max_block)
 };
 
 // One sequence's attention state, allocated and owned by the backend that
-// computes with it (host memory on the CPU, device memory on a GPU): per layer
-// the raw window ring, the compressed rows, the indexer rows and the rolling
-// compressor windows. The model code only sees counts.
+// computes with it: per layer the raw window ring, the compressed rows, the
+// indexer rows and the compressor rings (buffers in the backend's memory), plus
+// host-side counts that follow from the positions stored, so the model code never
+// reads the buffers.
+//
+// Rewind: the rings are indexed by position and hold max_rewind positions more
+// than any later step reads, so taking back up to max_rewind positions (counted
+// from the highest position ever stored) only moves the position and drops the
+// compressed and indexer rows appended past it: no copy, whatever the context.
 class SeqState {
 public:
+    explicit SeqState(const SeqShape& shape) : shape_(shape) {}
     virtual ~SeqState() = default;
-    virtual int64_t n_comp(int64_t il) const = 0;  // compressed rows stored in layer il
-    virtual int64_t n_idx(int64_t il) const = 0;   // indexer rows stored in layer il
-    virtual int64_t bytes() const = 0;             // memory held now
-    // A deep copy on the same backend: a snapshot to restore later (prefix reuse,
-    // rewinding rejected draft tokens).
+    const SeqShape& shape() const { return shape_; }
+
+    // Host-side bookkeeping, the same for every backend.
+    int64_t pos() const { return pos_; }  // positions stored (the next token's position)
+    int64_t n_comp(int64_t il) const {    // compressed rows stored in layer il
+        const int64_t r = shape_.ratios[(size_t)il];
+        return r ? pos_ / r : 0;
+    }
+    int64_t n_idx(int64_t il) const { return shape_.ratios[(size_t)il] == 4 ? pos_ / 4 : 0; }
+    // The lowest position rewind_to accepts: no ring slot a position at or above it
+    // needs has been overwritten since (every write lies below it + max_rewind).
+    int64_t rewind_floor() const { return hwm_ > shape_.max_rewind ? hwm_ - shape_.max_rewind : 0; }
+    // The block at pos() .. pos() + n - 1 has been stored in every layer.
+    void commit(int64_t n) {
+        pos_ += n;
+        if (pos_ > hwm_) hwm_ = pos_;
+    }
+    // Back to position p (rewind_floor() <= p <= pos(); ArgumentError otherwise): the
+    // compressed and indexer rows past it are dropped; the rings need nothing.
+    void rewind_to(int64_t p);
+
+    virtual int64_t bytes() const = 0;  // memory held now
+    // A deep copy on the same backend: a snapshot to restore later.
     virtual std::unique_ptr<SeqState> clone() const = 0;
+
+protected:
+    // Release what was stored past position p (rows are counted from positions anyway).
+    virtual void drop_after(int64_t p) = 0;
+
+private:
+    SeqShape shape_;
+    int64_t pos_ = 0;
+    int64_t hwm_ = 0;  // highest position + 1 ever stored (rewinds do not lower it)
 };
 
 // What a compressor needs besides its state (one per layer and kind).
 struct CompressorParams {
-    const WeightView* ape = nullptr;  // [ratio rows] positional bias of the scores
-    const float* norm = nullptr;      // RMS-norm weight of a pooled row
-    const RopeSpec* rope = nullptr;   // applied at the window's first position
-    int64_t row_dim = 0;              // Dc: length of a pooled row
+    const WeightView* ape = nullptr;   // [ratio rows] positional bias of the scores
+    const WeightView* norm = nullptr;  // RMS-norm weight of a pooled row
+    const RopeSpec* rope = nullptr;    // applied at the window's first position
+    int64_t row_dim = 0;               // Dc: length of a pooled row
     int64_t n_rot = 0;
     double rms_eps = 1e-6;
-    bool indexer = false;             // indexer rows: Hadamard (+ FP4); else KV rows: FP8 (if fp8_kv)
+    bool indexer = false;              // indexer rows: Hadamard (+ FP4); else KV rows: FP8 (if fp8_kv)
     bool fp8_kv = true;
     bool indexer_fp4 = true;
 };
 
-// Which compressed rows token i of an attention block sees: rows[i * stride ..
-// + count[i]), or, when rows is null, rows 0 .. count[i] - 1.
-struct CompRowSelection {
-    const int32_t* rows = nullptr;
-    int64_t stride = 0;
-    const int64_t* count = nullptr;
+// Which compressed rows token i (position p = p0 + i) of an attention block sees.
+// visible(p) = (p + 1) / ratio rows exist once its compressor step ran. Without a
+// selection it sees rows 0 .. visible - 1; with one (indexer_select's output,
+// top_k per token) it sees selected[i * top_k ..] of them, min(visible, top_k) rows.
+struct CompRowView {
+    int64_t ratio = 0;               // 0: the layer has no compressed rows
+    Dev<const int32_t> selected;     // null: every visible row
+    int64_t top_k = 0;
+};
+
+// How a layer's tokens pick experts (ds4-model.md section 3, MoE).
+struct RouteParams {
+    int64_t n_expert = 0, n_used = 0;
+    const WeightView* hash_table = nullptr;  // [n_used, V] I32: hash layers take tid2eid[token]
+    const WeightView* bias = nullptr;        // [n_expert]: selection bias of the other layers
+    bool normalise = true;                   // weights / max(sum of selected, floor)
+    double scale = 1.0;                      // expert_weights_scale
 };
 
 class Backend {
@@ -91,85 +135,128 @@ public:
     virtual std::string kind() const = 0;  // "cpu", "cuda" or "hip"
     virtual int n_threads() const = 0;
 
-    // Called once per model before any compute: a backend that keeps weights
-    // elsewhere (device memory) copies them here and resolves later WeightViews
-    // to its copies. The CPU backend computes on the memory mapping in place.
-    virtual void bind_weights(const Ds4Weights& w) = 0;
+    // ---- Memory ----
+    virtual std::unique_ptr<DeviceBuffer> alloc(size_t bytes) = 0;
+    // Host -> backend and backend -> host copies, ordered with the operations; a
+    // download's bytes are in `dst` once synchronize() returns.
+    virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+    virtual void download(void* dst, const void* src, size_t bytes) = 0;
+    virtual void synchronize() = 0;
+    template <class T>
+    void upload(Dev<T> dst, const T* src, int64_t n) {
+        upload((void*)dst.get(), src, (size_t)n * sizeof(T));
+    }
+    template <class T>
+    void download(T* dst, Dev<const T> src, int64_t n) {
+        download(dst, (const void*)src.get(), (size_t)n * sizeof(T));
+    }
+
+    // Called once per model before any compute: the backend copies or maps every
+    // view of the table (device copies of the matrices, float copies of small
+    // vectors) and resolves later WeightViews by their id.
+    virtual void bind_weights(const WeightTable& table) = 0;
+
+    // ---- Dense operations ----
+    // X[i * n_copies + h][0..E) = table.row(tokens[i]) for h < n_copies (E = table.n_in()).
+    virtual void embed(const WeightView& table, Dev<const int32_t> tokens, int64_t n, int64_t n_copies,
+                       Dev<float> X) = 0;
 
     // Y[c*ldy + r] = W.row(row0 + r) . X[c*ldx .. c*ldx + W.n_in()) for r < n_rows, c < ncols.
-    virtual void matmul(const WeightView& W, int64_t row0, int64_t n_rows, const float* X, int64_t ldx, int ncols,
-                        float* Y, int64_t ldy) = 0;
+    virtual void matmul(const WeightView& W, int64_t row0, int64_t n_rows, Dev<const float> X, int64_t ldx,
+                        int ncols, Dev<float> Y, int64_t ldy) = 0;
 
     // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted), for n_rows rows of n.
-    virtual void rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y) = 0;
+    virtual void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
+                          Dev<float> y) = 0;
+
+    // x[k] = (float)(x[k] * s) for k < n.
+    virtual void scale(Dev<float> x, int64_t n, double s) = 0;
+
+    // dst[k] = src[k] for k < n (the regions do not overlap).
+    virtual void copy(Dev<float> dst, Dev<const float> src, int64_t n) = 0;
 
     // Token i of n_tokens holds rows_per_token rows of row_len values at x + i*rows_per_token*row_len;
     // rotates adjacent pairs of the last spec.n_rot dims of each row by the angle at pos0 + i (or its inverse).
-    virtual void rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
+    virtual void rope_tail(Dev<float> x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
                            const RopeSpec& spec, bool inverse) = 0;
 
     // D's FP8-E4M3 round trip of the first n - n_rot values of each of n_rows rows (blocks of 64).
-    virtual void fp8_kv_round_trip(float* x, int64_t n_rows, int64_t n, int64_t n_rot) = 0;
+    virtual void fp8_kv_round_trip(Dev<float> x, int64_t n_rows, int64_t n, int64_t n_rot) = 0;
 
     // Indexer transform of each row of d values: Hadamard / sqrt(d), then optionally FP4 per 32.
-    virtual void indexer_transform(float* x, int64_t n_rows, int64_t d, bool fp4) = 0;
+    virtual void indexer_transform(Dev<float> x, int64_t n_rows, int64_t d, bool fp4) = 0;
 
+    // ---- Hyper-connections ----
     // HC-pre of n_tokens tokens (X: [n_tokens][n_hc][E]): x = N(flatten X); m = fn . x;
-    // split (Sinkhorn) into split[i * hc_split_size(n_hc) ..]; u_i = sum_h pre_h X_h.
-    virtual void hc_pre(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
-                        const float* scale, const float* base, int64_t sinkhorn_iters, double hc_eps, double rms_eps,
-                        float* u, double* split) = 0;
+    // split (Sinkhorn, scale [3], base [n_mix]) into split[i * hc_split_size(n_hc) ..];
+    // u_i = sum_h pre_h X_h.
+    virtual void hc_pre(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                        const WeightView& scale, const WeightView& base, int64_t sinkhorn_iters, double hc_eps,
+                        double rms_eps, Dev<float> u, Dev<double> split) = 0;
 
     // HC-post of n_tokens tokens: X_out_j = post_j * y + sum_r M[r][j] X_r (X_out may not alias X).
-    virtual void hc_post(const float* y, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E,
-                         const double* split, float* X_out) = 0;
+    virtual void hc_post(Dev<const float> y, Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E,
+                         Dev<const double> split, Dev<float> X_out) = 0;
 
-    // Output head collapse of n_tokens tokens: x = N(flatten X); w_h = sigmoid(fn_h . x * scale0 + base_h) + eps;
-    // e = sum w_h X_h.
-    virtual void hc_head(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
-                         float scale0, const float* base, double hc_eps, double rms_eps, float* e) = 0;
+    // Output head collapse of n_tokens tokens: x = N(flatten X);
+    // w_h = sigmoid(fn_h . x * scale[0] + base_h) + eps; e = sum w_h X_h.
+    virtual void hc_head(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                         const WeightView& scale, const WeightView& base, double hc_eps, double rms_eps,
+                         Dev<float> e) = 0;
 
-    // ---- Sequence state ----
-    virtual std::unique_ptr<SeqState> new_seq_state(const SeqShape& shape) = 0;
+    // Mean of the n_hc streams of n_tokens tokens: out[i * ldo + k] = (sum_h X_i,h[k]) / n_hc
+    // (summed in h order in double). Layer capture for a drafter's features.
+    virtual void hc_mean(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, Dev<float> out,
+                         int64_t ldo) = 0;
 
-    // Stores the KV rows (already rotated and rounded) of n tokens at positions p0.. of
-    // layer il in its window ring, as F16. At most shape.max_block tokens per block.
-    virtual void kv_store(SeqState& st, int64_t il, int64_t p0, int64_t n, const float* kv) = 0;
-
-    // Runs the layer's KV compressor (or, indexer, its indexer compressor) over n tokens at
-    // p0.. in order: token i puts kappa_i and score_i = gate_i + ape[(p0+i) % ratio] in its
-    // window slot; when p0+i+1 is a multiple of the ratio the window is pooled (softmax over
-    // the scores), normalised, rotated at the window's first position, rounded (FP8 / Hadamard
-    // + FP4) and appended as a row. rows_after[i] = rows stored once token i is done.
-    virtual void compress(SeqState& st, int64_t il, int64_t p0, int64_t n, const float* kappa, const float* gate,
-                          int64_t ld, const CompressorParams& cp, int64_t* rows_after) = 0;
-
-    // Indexer top-k for n tokens: score_c = sum_h w_h ReLU(q_h . row_c) over the indexer rows
-    // c < visible[i] of token i (q: [n][n_head][d], transformed; w: [n][n_head], scaled);
-    // selected[i * top_k ..] gets the top_k best rows in ascending order (ties: lower row
-    // first), or all visible rows when there are at most top_k; n_selected[i] their count.
-    virtual void indexer_select(const SeqState& st, int64_t il, const float* q, const float* w, int64_t n,
-                                int64_t n_head, int64_t d, const int64_t* visible, int64_t top_k,
-                                int32_t* selected, int64_t* n_selected) = 0;
-
-    // Attention of n tokens at p0.. (Q, O: [n][n_head][D]). Token i attends to the raw window
-    // rows max(0, p - n_swa + 1)..p of layer il (p = p0 + i), then its compressed rows
-    // (V = K; they may overlap the window). Per head: s = Q_h.K / sqrt(D); softmax whose
-    // denominator adds exp(sink_h); O_h = sum w K, then rotated back (inverse RoPE at p).
-    virtual void attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, const float* Q, int64_t n_head,
-                           int64_t D, const CompRowSelection& comp, const float* sinks, const RopeSpec& rope,
-                           float* O) = 0;
+    // ---- Mixture of experts ----
+    // Expert choice of n tokens from their gate logits ([n][n_expert]): s = sqrt(softplus(logit));
+    // hash layers take tid2eid[token], the others the top n_used of s + bias (ties: lower id first);
+    // weights[i*n_used + k] = s_e / max(sum_k s, 6.1035e-5) (if normalise) * scale.
+    virtual void route(Dev<const float> logits, Dev<const int32_t> tokens, int64_t n, const RouteParams& rp,
+                       Dev<int32_t> experts, Dev<float> weights) = 0;
 
     // Routed experts plus the shared expert of n_tokens tokens (h: [n_tokens][E]):
     // y_i = sum_k weights[i*K+k] * down_e(swiglu(gate_e h_i, up_e h_i)) + down_sh(swiglu(...)),
     // e = experts[i*K+k]. Each y_i is bitwise independent of the other tokens: tokens may
     // share an expert's matmul as columns, and y_i accumulates in k order, shared expert last.
-    virtual void moe(const Ds4LayerWeights& lw, const float* h, int64_t n_tokens, const int32_t* experts,
-                     const float* weights, int64_t n_used, double clamp, double clamp_shared, float* y) = 0;
-};
+    virtual void moe(const MoeWeights& mw, Dev<const float> h, int64_t n_tokens, Dev<const int32_t> experts,
+                     Dev<const float> weights, int64_t n_used, double clamp, double clamp_shared, Dev<float> y) = 0;
 
-// CPU backend; threads <= 0 means the hardware concurrency.
-std::unique_ptr<Backend> make_cpu_backend(int threads);
+    // ---- Output ----
+    // out[r] = the index of the largest of logits[r*n .. r*n + n) (ties: the lower index).
+    virtual void argmax(Dev<const float> logits, int64_t n_rows, int64_t n, Dev<int32_t> out) = 0;
+
+    // ---- Sequence state ----
+    virtual std::unique_ptr<SeqState> new_seq_state(const SeqShape& shape) = 0;
+
+    // Stores the KV rows (already rotated and rounded) of n tokens at positions p0 ..
+    // of layer il in its window ring, as F16. At most shape.max_block tokens per block.
+    virtual void kv_store(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kv) = 0;
+
+    // Runs the layer's KV compressor (or, indexer, its indexer compressor) over n tokens at
+    // p0.. in order: token i puts kappa_i and score_i = gate_i + ape[(p0+i) % ratio] in its
+    // ring slot; when p0+i+1 is a multiple of the ratio the window is pooled (softmax over
+    // the scores), normalised, rotated at the window's first position, rounded (FP8 / Hadamard
+    // + FP4) and appended as a row.
+    virtual void compress(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kappa,
+                          Dev<const float> gate, int64_t ld, const CompressorParams& cp) = 0;
+
+    // Indexer top-k for n tokens at p0..: score_c = sum_h w_h ReLU(q_h . row_c) over the
+    // (p+1)/4 indexer rows token i sees (q: [n][n_head][d], transformed; w: [n][n_head],
+    // scaled); selected[i * top_k ..] gets the top_k best in ascending order (ties: lower row
+    // first), or all visible rows when there are at most top_k.
+    virtual void indexer_select(const SeqState& st, int64_t il, int64_t p0, Dev<const float> q, Dev<const float> w,
+                                int64_t n, int64_t n_head, int64_t d, int64_t top_k, Dev<int32_t> selected) = 0;
+
+    // Attention of n tokens at p0.. (Q, O: [n][n_head][D]). Token i attends to the raw window
+    // rows max(0, p - n_swa + 1)..p of layer il (p = p0 + i), then its compressed rows
+    // (V = K; they may overlap the window). Per head: s = Q_h.K / sqrt(D); softmax whose
+    // denominator adds exp(sink_h); O_h = sum w K, then rotated back (inverse RoPE at p).
+    virtual void attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> Q,
+                           int64_t n_head, int64_t D, const CompRowView& comp, const WeightView& sinks,
+                           const RopeSpec& rope, Dev<float> O) = 0;
+};
 
 // Backends by name: "cpu", "cuda", "hip", or "auto" (the GPU backend this build has,
 // if a device is present, else the CPU). threads <= 0: every hardware thread (CPU).
