@@ -125,9 +125,13 @@ class Model:
         return render_chat(messages, thinking=thinking, reasoning_effort=effort)
 
     # -- running ------------------------------------------------------------
-    def session(self, max_ctx: int, fp8_kv: bool = True, indexer_fp4: bool = True) -> Session:
-        """A fresh sequence. fp8_kv / indexer_fp4: D's roundings (True) or llama.cpp's (False)."""
-        return Session(self._m.session(int(max_ctx), fp8_kv=bool(fp8_kv), indexer_fp4=bool(indexer_fp4)))
+    def session(self, max_ctx: int, fp8_kv: bool = True, indexer_fp4: bool = True,
+                capture_layers: Sequence[int] = (), capture_at: str = "output") -> Session:
+        """A fresh sequence. fp8_kv / indexer_fp4: D's roundings (True) or llama.cpp's (False).
+        capture_layers / capture_at ('input' or 'output'): record those layers' HC-stream mean per
+        token (Session.captured)."""
+        return Session(self._m.session(int(max_ctx), fp8_kv=bool(fp8_kv), indexer_fp4=bool(indexer_fp4),
+                                       capture_layers=[int(i) for i in capture_layers], capture_at=capture_at))
 
 
 def available_backends() -> dict[str, str]:

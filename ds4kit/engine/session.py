@@ -23,7 +23,11 @@ def _token_list(tokens: Sequence[int] | np.ndarray) -> list[int]:
 
 
 class Session:
-    """One sequence: raw KV ring, compressed rows, compressor/indexer state, position."""
+    """One sequence: raw KV ring, compressed rows, compressor/indexer state, position.
+
+    Optional layer capture (`Model.session(..., capture_layers=[...], capture_at="output")`)
+    records, per token, the mean of the 4 HC streams after (or before) chosen layers: a DSpark
+    drafter's features."""
 
     def __init__(self, native: Any):
         self._s = native
@@ -56,3 +60,27 @@ class Session:
     def restore(self, snapshot: Any) -> None:
         """Back to `snapshot` (taken from a session of the same model and options)."""
         self._s.restore(snapshot)
+
+    def rewind(self, n: int) -> None:
+        """Take back the last `n` positions (rejected draft tokens), at a cost independent of the
+        context: what follows is bitwise what a session that never fed them computes.
+        ArgumentError beyond `max_rewind`."""
+        self._s.rewind(int(n))
+
+    @property
+    def max_rewind(self) -> int:
+        """How many positions `rewind` can take back now (at most 32 from the highest position fed)."""
+        return self._s.max_rewind
+
+    @property
+    def capture_layers(self) -> list[int]:
+        return list(self._s.capture_layers)
+
+    @property
+    def capture_at(self) -> str:
+        return self._s.capture_at
+
+    def captured(self) -> np.ndarray:
+        """float32 [tokens, len(capture_layers), n_embd]: the mean of the HC streams at the input or
+        output (capture_at) of each capture layer, for every token of the last decode/verify/prefill."""
+        return self._s.captured()
