@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_factory.h"
+#include "backend/cpu/cpu_api.h"
 #include "common/error.h"
 #if defined(DS4KIT_HAVE_GPU)
 #include "backend/gpu/gpu_backend.h"

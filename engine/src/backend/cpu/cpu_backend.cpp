@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_factory.h"
+#include "backend/cpu/cpu_api.h"
 #include "backend/cpu/cpu_moe.h"
 #include "backend/cpu/cpu_numerics.h"
 #include "common/error.h"
