@@ -26,7 +26,7 @@ class Ds4kitBackend:
     name = "ds4kit"
 
     def __init__(self, path: str, threads: int, n_ctx: int, prefill_mode: str):
-        from ds4kit.engine.session import Model
+        from ds4kit.engine import Model
 
         self._model = Model.load(path, threads=threads)
         self._n_ctx = n_ctx

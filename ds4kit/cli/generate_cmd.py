@@ -96,7 +96,7 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
     from ds4kit.chat import render_chat
     from ds4kit.chat.markers import EOS, THINK_CLOSE
     from ds4kit.engine.generate import GenerationConfig, generate
-    from ds4kit.engine.runtime import load_runtime
+    from ds4kit.engine import Model
 
     messages, plain = _prompt_messages(prompt, prompt_file, messages_file, system)
     if raw and plain is None:
@@ -118,7 +118,7 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
     with start_run("generate", out) as run:
         if demo:
             run.warn("demo-model", "ran on the built-in synthetic demo model (random weights): the text is meaningless")
-        rt = load_runtime(model, threads=threads or None)
+        rt = Model.load(model, threads=threads or None)
         run.set_model(rt.file.manifest_entry())
         card = resolve_card(rt.path, rt.file.name, rt.file.architecture, card_path=card_path, announce=False)
         run.set_card(card.to_manifest())
@@ -145,7 +145,7 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
                                prefill_mode=prefill_mode,
                                thinking_budget=budget_tokens if thinking else None,
                                think_end_id=rt.token_id(THINK_CLOSE) if thinking else None, **values)
-        session = rt.model.session(max_ctx=max_ctx)
+        session = rt.session(max_ctx=max_ctx)
         click.echo(f"model {rt.path.name}: {len(prompt_ids)} prompt tokens, sampling "
                    + ", ".join(f"{k}={v}" for k, v in values.items()) + f", seed {seed}", err=True)
 
@@ -163,7 +163,7 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
                 for row in res.logprobs:
                     f.write(json.dumps(row) + "\n")
         results = _results(res, prompt_text, values, source, seed, thinking, effort, budget, budget_tokens,
-                           max_tokens, max_ctx, prefill_mode, rt.model.threads, logprobs)
+                           max_tokens, max_ctx, prefill_mode, rt.threads, logprobs)
         click.echo(f"{len(res.tokens)} tokens, stop: {res.stop_reason}; prefill {_rate(res.prefill_tok_s)}, "
                    f"decode {_rate(res.decode_tok_s)}", err=True)
         run.finish(results, summary_md=_summary(results))

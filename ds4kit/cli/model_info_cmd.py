@@ -131,7 +131,7 @@ def tokenize(model: Path | None, text: str | None, file_: Path | None, no_specia
              out: Path | None) -> None:
     """Token ids and pieces of --text or --file, with MODEL's own tokenizer (for debugging prompts)."""
     from ds4kit.engine import open_model_file
-    from ds4kit.engine.tokenizer import tokenizer_from_metadata
+    from ds4kit import _engine
 
     if (text is None) == (file_ is None):
         raise click.UsageError("give exactly one of --text or --file")
@@ -140,7 +140,7 @@ def tokenize(model: Path | None, text: str | None, file_: Path | None, no_specia
     with start_run("model-tokenize", out) as run:
         mf = open_model_file(model)
         run.set_model(mf.manifest_entry())
-        tok = tokenizer_from_metadata(mf.metadata, str(model))
+        tok = _engine.Tokenizer.from_gguf(mf.gguf)
         ids = list(tok.encode(data, not no_special))
         pieces = [tok.decode([i]).decode("utf-8", errors="backslashreplace") for i in ids]
         roundtrip = tok.decode(ids) == data

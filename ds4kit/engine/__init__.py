@@ -1,4 +1,9 @@
-"""Python facade over the C++ engine (ds4kit._engine): numpy in, numpy out."""
-from ds4kit.engine.model_file import ModelFile, open_model_file
+"""Python facade over the C++ engine (ds4kit._engine): numpy in, numpy out.
 
-__all__ = ["ModelFile", "open_model_file"]
+`Model` is the one entry point that runs the engine; `ModelFile` reads a GGUF's metadata
+without loading the model (ds4kit model info)."""
+from ds4kit.engine.model import BACKENDS, Model, available_backends
+from ds4kit.engine.model_file import ModelFile, open_model_file
+from ds4kit.engine.session import Session
+
+__all__ = ["BACKENDS", "Model", "ModelFile", "Session", "available_backends", "open_model_file"]

@@ -43,13 +43,16 @@ def _engine():
 
 
 class ModelFile:
-    """A GGUF model opened (memory-mapped) by the engine's reader."""
+    """A GGUF model opened (memory-mapped) by the engine's reader.
 
-    def __init__(self, path: str | os.PathLike):
+    `gguf`: an already open `_engine.GGUFFile` of the same path (a loaded Model's own mapping),
+    so that a model is mapped once."""
+
+    def __init__(self, path: str | os.PathLike, gguf: Any = None):
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: model file not found")
-        self.gguf = _engine().GGUFFile(str(self.path))
+        self.gguf = gguf if gguf is not None else _engine().GGUFFile(str(self.path))
         self.metadata: dict[str, Any] = dict(self.gguf.metadata)
         self.tensors = [
             TensorSummary(t.name, t.type_name, int(t.type_id), tuple(int(d) for d in t.shape),

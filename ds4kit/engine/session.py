@@ -1,6 +1,6 @@
-"""Thin facade over the C++ DeepSeek V4 forward pass (ds4kit._engine.Model / Session).
+"""One sequence on the engine (ds4kit._engine.Session), made by `Model.session`.
 
-    from ds4kit.engine.session import Model
+    from ds4kit.engine import Model
     model = Model.load("model.gguf", threads=None)      # None: every hardware thread
     s = model.session(max_ctx=4096)                     # fp8_kv / indexer_fp4 default to D's semantics
     last = s.prefill(prompt_ids, mode="exact")          # float32 [n_vocab]
@@ -18,18 +18,16 @@ from typing import Any
 import numpy as np
 
 
-def _engine():
-    from ds4kit import _engine
-
-    return _engine
-
-
 def _token_list(tokens: Sequence[int] | np.ndarray) -> list[int]:
     return [int(t) for t in np.asarray(tokens).reshape(-1)]
 
 
 class Session:
-    """One sequence: raw KV ring, compressed rows, compressor/indexer state, position."""
+    """One sequence: raw KV ring, compressed rows, compressor/indexer state, position.
+
+    Optional layer capture (`Model.session(..., capture_layers=[...], capture_at="output")`)
+    records, per token, the mean of the 4 HC streams after (or before) chosen layers: a DSpark
+    drafter's features."""
 
     def __init__(self, native: Any):
         self._s = native
@@ -63,28 +61,26 @@ class Session:
         """Back to `snapshot` (taken from a session of the same model and options)."""
         self._s.restore(snapshot)
 
-
-class Model:
-    """A memory-mapped deepseek4 GGUF on the CPU backend."""
-
-    def __init__(self, native: Any):
-        self._m = native
-
-    @classmethod
-    def load(cls, path, threads: int | None = None) -> "Model":
-        return cls(_engine().Model(str(path), 0 if threads is None else int(threads)))
+    def rewind(self, n: int) -> None:
+        """Take back the last `n` positions (rejected draft tokens), at a cost independent of the
+        context: what follows is bitwise what a session that never fed them computes.
+        ArgumentError beyond `max_rewind`."""
+        self._s.rewind(int(n))
 
     @property
-    def hparams(self) -> dict:
-        return self._m.hparams
+    def max_rewind(self) -> int:
+        """How many positions `rewind` can take back now (at most 32 from the highest position fed)."""
+        return self._s.max_rewind
 
     @property
-    def backend(self) -> str:
-        return self._m.backend
+    def capture_layers(self) -> list[int]:
+        return list(self._s.capture_layers)
 
     @property
-    def threads(self) -> int:
-        return self._m.threads
+    def capture_at(self) -> str:
+        return self._s.capture_at
 
-    def session(self, max_ctx: int, fp8_kv: bool = True, indexer_fp4: bool = True) -> Session:
-        return Session(self._m.session(int(max_ctx), fp8_kv=bool(fp8_kv), indexer_fp4=bool(indexer_fp4)))
+    def captured(self) -> np.ndarray:
+        """float32 [tokens, len(capture_layers), n_embd]: the mean of the HC streams at the input or
+        output (capture_at) of each capture layer, for every token of the last decode/verify/prefill."""
+        return self._s.captured()

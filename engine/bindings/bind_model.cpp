@@ -125,6 +125,8 @@ static void bind_numerics(py::module_& m) {
 
 void bind_model(py::module_& m) {
     bind_numerics(m);
+    m.def("available_backends", &ds4::available_backends,
+          "[(name, 'ok' or why this build or machine cannot run it)] for cpu, cuda, hip");
     using ds4::Ds4Model;
     using ds4::Ds4Session;
     py::class_<ds4::Ds4Snapshot>(m, "Snapshot", "A session's state at one position (Session.snapshot)")
@@ -139,6 +141,23 @@ void bind_model(py::module_& m) {
              "A deep copy of the state after the tokens fed so far")
         .def("restore", &Ds4Session::restore, py::arg("snapshot"), py::call_guard<py::gil_scoped_release>(),
              "Return to a snapshot of this session (or of another session of the same model and options)")
+        .def("rewind", &Ds4Session::rewind, py::arg("n"), py::call_guard<py::gil_scoped_release>(),
+             "Take back the last n positions (n <= max_rewind), at a cost independent of the context")
+        .def_property_readonly("max_rewind", &Ds4Session::max_rewind,
+                               "How many positions rewind() can take back now")
+        .def_property_readonly("capture_layers", [](const Ds4Session& s) { return s.options().capture_layers; })
+        .def_property_readonly("capture_at",
+                               [](const Ds4Session& s) { return s.options().capture_input ? "input" : "output"; })
+        .def(
+            "captured",
+            [](const Ds4Session& s) {
+                const auto n_cap = (py::ssize_t)s.options().capture_layers.size();
+                const auto E = (py::ssize_t)s.model().hparams().n_embd;
+                std::vector<float> copy(s.captured());
+                const py::ssize_t rows = n_cap ? (py::ssize_t)copy.size() / (n_cap * E) : 0;
+                return to_array(std::move(copy), {rows, n_cap, E});
+            },
+            "Features of the last call's tokens: float32 [tokens, capture layers, n_embd]")
         .def_property_readonly("state_bytes", &Ds4Session::state_bytes,
                                "Bytes of sequence state (ring, compressed and indexer rows) the backend holds")
         .def_property(
@@ -201,24 +220,38 @@ void bind_model(py::module_& m) {
             },
             py::arg("tokens"), py::arg("mode") = "exact", "Feeds tokens; logits (float32 [n_vocab]) of the last");
 
-    py::class_<Ds4Model, std::shared_ptr<Ds4Model>>(m, "Model", "A deepseek4 GGUF, memory-mapped, on the CPU backend")
-        .def(py::init([](const std::string& path, int threads) {
+    py::class_<Ds4Model, std::shared_ptr<Ds4Model>>(m, "Model", "A deepseek4 GGUF, memory-mapped once, on one backend")
+        .def(py::init([](const std::string& path, int threads, const std::string& backend) {
                  py::gil_scoped_release nogil;
-                 return std::make_shared<Ds4Model>(path, threads);
+                 return std::make_shared<Ds4Model>(path, threads, backend);
              }),
-             py::arg("path"), py::arg("threads") = 0)
+             py::arg("path"), py::arg("threads") = 0, py::arg("backend") = "cpu",
+             "backend: 'cpu', 'cuda', 'hip' or 'auto' (UnsupportedError names the build switch of one not built)")
         .def_property_readonly("path", &Ds4Model::path)
         .def_property_readonly("hparams", [](const Ds4Model& md) { return hparams_dict(md.hparams()); })
         .def_property_readonly("backend", [](const Ds4Model& md) { return md.backend().name(); })
+        .def_property_readonly("backend_kind", [](const Ds4Model& md) { return md.backend().kind(); })
         .def_property_readonly("threads", [](const Ds4Model& md) { return md.backend().n_threads(); })
+        .def_property_readonly("gguf", &Ds4Model::file, py::return_value_policy::reference_internal,
+                               "The GGUF file the model computes on (the same mapping)")
+        .def_property_readonly("tokenizer", &Ds4Model::tokenizer, py::return_value_policy::reference_internal,
+                               "The tokenizer built from the file's tokenizer.ggml.* metadata")
         .def(
             "session",
-            [](std::shared_ptr<Ds4Model> md, int64_t max_ctx, bool fp8_kv, bool indexer_fp4) {
+            [](std::shared_ptr<Ds4Model> md, int64_t max_ctx, bool fp8_kv, bool indexer_fp4,
+               const std::vector<int64_t>& capture_layers, const std::string& capture_at) {
+                if (capture_at != "input" && capture_at != "output") {
+                    throw ds4::ArgumentError("capture_at '" + capture_at + "' is not one of 'input', 'output'");
+                }
                 ds4::Ds4SessionOptions opt;
                 opt.max_ctx = max_ctx;
                 opt.fp8_kv = fp8_kv;
                 opt.indexer_fp4 = indexer_fp4;
+                opt.capture_layers = capture_layers;
+                opt.capture_input = capture_at == "input";
                 return std::make_unique<Ds4Session>(std::move(md), opt);
             },
-            py::arg("max_ctx"), py::arg("fp8_kv") = true, py::arg("indexer_fp4") = true);
+            py::arg("max_ctx"), py::arg("fp8_kv") = true, py::arg("indexer_fp4") = true,
+            py::arg("capture_layers") = std::vector<int64_t>{}, py::arg("capture_at") = "output",
+            "capture_layers: layers whose HC-stream mean (at their 'input' or 'output') each forward records");
 }

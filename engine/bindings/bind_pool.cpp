@@ -1,4 +1,4 @@
-#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/cpu_api.h"
 #include "bindings.h"
 
 void bind_pool(py::module_& m) {

@@ -4,6 +4,8 @@
 #include <climits>
 
 #include "bindings.h"
+#include "gguf/gguf_file.h"
+#include "tokenizer/tokenizer_gguf.h"
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -155,6 +157,9 @@ void bind_tokenizer(py::module_& m) {
                 return out;
             },
             py::arg("text"), "The pieces the pre-tokenizer cuts text into (no added-token matching).")
+        .def_static(
+            "from_gguf", [](const ds4::GGUFFile& f) { return ds4::tokenizer_from_gguf(f); }, py::arg("gguf"),
+            "The tokenizer a GGUF's tokenizer.ggml.* metadata describes (built in C++)")
         .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
         .def("__len__", &Tokenizer::vocab_size)
         .def_property_readonly("bos_id", [](const Tokenizer& t) { return optional_id(t.bos_id()); })

@@ -6,7 +6,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from ds4kit.cli import main
-from ds4kit.engine.runtime import load_runtime
+from ds4kit.engine import Model
 
 
 def invoke(*args):
@@ -26,8 +26,8 @@ def test_generate_greedy_report_and_tables(tiny_target, tmp_path):
     # The prompt went through the chat template with thinking off.
     assert r["prompt"]["text"].startswith("<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜></think>")
     # Independent check: the same prompt decoded greedily through the session API.
-    rt = load_runtime(tiny_target, threads=1)
-    s = rt.model.session(max_ctx=4096)
+    rt = Model.load(tiny_target, threads=1)
+    s = rt.session(max_ctx=4096)
     logits = s.prefill(r["prompt"]["ids"], "exact")
     want = []
     for _ in range(5):

@@ -8,7 +8,7 @@ import pytest
 from engine_fixtures import engine_case_path, ref_tiny_path, tokens
 
 from ds4kit import _engine
-from ds4kit.engine.session import Model
+from ds4kit.engine import Model
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,14 @@ import pytest
 
 from ds4kit.chat.markers import THINK_CLOSE
 from ds4kit.engine.generate import GenerationConfig, generate, top_logprobs
-from ds4kit.engine.runtime import load_runtime
+from ds4kit.engine import Model
 
 MAX_CTX = 256
 
 
 @pytest.fixture(scope="module")
 def rt(tiny_target):
-    return load_runtime(tiny_target, threads=2)
+    return Model.load(tiny_target, threads=2)
 
 
 @pytest.fixture(scope="module")
@@ -20,12 +20,12 @@ def prompt(rt):
 
 
 def run(rt, prompt, max_ctx=MAX_CTX, **kw):
-    return generate(rt.model.session(max_ctx=max_ctx), rt.tokenizer, prompt, GenerationConfig(**kw))
+    return generate(rt.session(max_ctx=max_ctx), rt.tokenizer, prompt, GenerationConfig(**kw))
 
 
 def test_greedy_equals_the_argmax_chain(rt, prompt):
     res = run(rt, prompt, max_tokens=8)
-    s = rt.model.session(max_ctx=MAX_CTX)
+    s = rt.session(max_ctx=MAX_CTX)
     logits = s.prefill(prompt, "exact")
     want = []
     for _ in range(8):
@@ -78,7 +78,7 @@ def test_thinking_budget_forces_the_end_of_thinking(rt, prompt):
 
 def test_logprobs_are_the_log_softmax_of_the_logits(rt, prompt):
     res = run(rt, prompt, max_tokens=4, logprobs=5)
-    s = rt.model.session(max_ctx=MAX_CTX)
+    s = rt.session(max_ctx=MAX_CTX)
     logits = s.prefill(prompt, "exact")
     for row, tok in zip(res.logprobs, res.tokens):
         x = logits.astype(np.float64)

@@ -77,7 +77,8 @@ class ReferenceSession:
     indexer_fp4: FP4 round trip of indexer rows and queries after the Hadamard (D).
     Both False give llama.cpp 0.3.36's semantics (spec section 8).
     f16_rows: store raw/compressed/indexer rows as F16 (the spec's state types).
-    trace: keep per-layer intermediates of every step in self.trace[il] (lists of
+    trace: keep per-layer intermediates of every step in self.trace[il] (the layer's input and
+    output HC streams X_in / X_out [n_hc, n_embd] among them; lists of
     dicts), for tests and for locating where an engine departs from the reference.
     """
 
@@ -159,9 +160,10 @@ class ReferenceSession:
         X = np.tile(e, (hp.n_hc, 1))
         for il in range(hp.n_layer):
             if self.trace is not None:
-                self.trace[il].append({"pos": p, "token": token})
+                self.trace[il].append({"pos": p, "token": token, "X_in": X.copy()})
             X = self._attention_sublayer(il, X, p)
             X = self._ffn_sublayer(il, X, token)
+            self._record(il, X_out=X.copy())
         logits = self._output_head(X) if want_logits else None
         self.pos += 1
         return logits

@@ -14,7 +14,9 @@ namespace ds4 {
 // A matrix with ne = [in, out, (experts)] has n_rows() = out rows of ne[0] values.
 struct WeightView {
     std::string name;
-    int32_t id = -1;  // index in the WeightTable it came from
+    int32_t id = -1;      // index in the WeightTable it came from
+    bool vector = false;  // a small weight-like table (norm, bias, sink, HC scale/base, APE): backends
+                          // keep it as floats; everything else is a matrix used through matmul
     uint32_t type = 0;
     const uint8_t* data = nullptr;
     int64_t ne[4] = {1, 1, 1, 1};

@@ -1,5 +1,6 @@
 #include "model/ds4_hparams.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -8,8 +9,6 @@
 namespace ds4 {
 
 namespace {
-
-const std::string kArch = "deepseek4";
 
 bool is_numeric(GGUFType t) {
     return gguf_is_integer(t) || t == GGUFType::FLOAT32 || t == GGUFType::FLOAT64 || t == GGUFType::BOOL;
@@ -26,9 +25,9 @@ double scalar_number(const GGUFValue& v) {
 // any numeric encoding is accepted; anything else names the key and its type.
 class KeyReader {
 public:
-    explicit KeyReader(const GGUFFile& f) : f_(f) {}
+    KeyReader(const GGUFFile& f, const std::string& arch) : f_(f), arch_(arch) {}
 
-    const GGUFValue* find(const std::string& key) const { return f_.find(kArch + "." + key); }
+    const GGUFValue* find(const std::string& key) const { return f_.find(arch_ + "." + key); }
 
     std::vector<double> numbers(const std::string& key) const {
         const GGUFValue* v = find(key);
@@ -71,7 +70,7 @@ public:
     }
 
     [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-        throw FormatError(f_.path() + ": GGUF key '" + kArch + "." + key + "' " + what);
+        throw FormatError(f_.path() + ": GGUF key '" + arch_ + "." + key + "' " + what);
     }
 
     static std::string fmt(double x) {
@@ -97,18 +96,19 @@ private:
     }
 
     const GGUFFile& f_;
+    const std::string arch_;
 };
 
 }  // namespace
 
-Ds4Hparams read_ds4_hparams(const GGUFFile& f) {
+Ds4Hparams read_ds4_hparams(const GGUFFile& f, const std::string& expected_arch) {
     const GGUFValue* arch = f.find("general.architecture");
-    if (!arch || arch->type != GGUFType::STRING || arch->str != kArch) {
+    if (!arch || arch->type != GGUFType::STRING || arch->str != expected_arch) {
         throw FormatError(f.path() + ": general.architecture is " +
                           (arch && arch->type == GGUFType::STRING ? "'" + arch->str + "'" : std::string("missing")) +
-                          ", expected '" + kArch + "'");
+                          ", expected '" + expected_arch + "'");
     }
-    KeyReader k(f);
+    KeyReader k(f, expected_arch);
     Ds4Hparams hp;
     hp.n_layer = k.count("block_count");
     hp.n_embd = k.count("embedding_length");
@@ -117,7 +117,8 @@ Ds4Hparams read_ds4_hparams(const GGUFFile& f) {
     } else {
         const GGUFValue* toks = f.find("tokenizer.ggml.tokens");
         if (!toks || !toks->is_array() || toks->count == 0) {
-            throw FormatError(f.path() + ": neither GGUF key 'deepseek4.vocab_size' nor 'tokenizer.ggml.tokens' is present");
+            throw FormatError(f.path() + ": neither GGUF key '" + expected_arch +
+                              ".vocab_size' nor 'tokenizer.ggml.tokens' is present");
         }
         hp.n_vocab = (int64_t)toks->count;
     }
@@ -146,15 +147,11 @@ Ds4Hparams read_ds4_hparams(const GGUFFile& f) {
     hp.expert_weights_norm = k.number("expert_weights_norm") != 0.0;
     hp.expert_gating_func = k.count("expert_gating_func", 0);
     hp.n_swa = k.count("attention.sliding_window");
-    hp.idx_n_head = k.count("attention.indexer.head_count");
-    hp.idx_head_dim = k.count("attention.indexer.key_length");
-    hp.idx_top_k = k.count("attention.indexer.top_k");
     hp.n_hc = k.count("hyper_connection.count");
     hp.sinkhorn_iters = k.count("hyper_connection.sinkhorn_iterations");
     hp.hc_eps = k.number("hyper_connection.epsilon");
     hp.rms_eps = k.number("attention.layer_norm_rms_epsilon");
     hp.rope_freq_base = k.number("rope.freq_base");
-    hp.compress_rope_freq_base = k.number("attention.compress_rope_freq_base");
     hp.yarn_factor = k.number_or("rope.scaling.factor", 1.0);
     hp.yarn_beta_fast = k.number_or("rope.scaling.yarn_beta_fast", 32.0);
     hp.yarn_beta_slow = k.number_or("rope.scaling.yarn_beta_slow", 1.0);
@@ -171,6 +168,14 @@ Ds4Hparams read_ds4_hparams(const GGUFFile& f) {
     if (k.find("attention.compress_ratios") && !k.find("attention.compress_ratios")->is_array()) {
         k.fail("attention.compress_ratios", "must be an array with one ratio per layer");
     }
+    // Keys only the compressed layers use (a DSpark drafter has none of them).
+    const bool any_compressed = std::any_of(hp.compress_ratios.begin(), hp.compress_ratios.end(), [](int64_t r) { return r > 0; });
+    const bool any_indexer = std::count(hp.compress_ratios.begin(), hp.compress_ratios.end(), 4) > 0;
+    hp.compress_rope_freq_base = any_compressed ? k.number("attention.compress_rope_freq_base")
+                                                : k.number_or("attention.compress_rope_freq_base", hp.rope_freq_base);
+    hp.idx_n_head = any_indexer ? k.count("attention.indexer.head_count") : k.count_or("attention.indexer.head_count", 0, 0);
+    hp.idx_head_dim = any_indexer ? k.count("attention.indexer.key_length") : k.count_or("attention.indexer.key_length", 0, 0);
+    hp.idx_top_k = any_indexer ? k.count("attention.indexer.top_k") : k.count_or("attention.indexer.top_k", 0, 0);
 
     // Structure checks: what the forward pass assumes.
     auto S = [](int64_t v) { return std::to_string(v); };
@@ -197,10 +202,10 @@ Ds4Hparams read_ds4_hparams(const GGUFFile& f) {
     if (hp.n_hash_layers > hp.n_layer) {
         k.fail("hash_layer_count", "is " + S(hp.n_hash_layers) + ", more than block_count");
     }
-    if (hp.idx_head_dim & (hp.idx_head_dim - 1)) {
+    if (any_indexer && (hp.idx_head_dim & (hp.idx_head_dim - 1))) {
         k.fail("attention.indexer.key_length", "is " + S(hp.idx_head_dim) + "; the Hadamard transform needs a power of two");
     }
-    if (hp.idx_head_dim < hp.n_rot) {
+    if (any_indexer && hp.idx_head_dim < hp.n_rot) {
         k.fail("attention.indexer.key_length", "is " + S(hp.idx_head_dim) + ", smaller than rope.dimension_count");
     }
     if (hp.yarn_factor > 1.0 && hp.yarn_orig_ctx <= 0) {

@@ -1,5 +1,7 @@
-// Hyperparameters of a `deepseek4` GGUF (ds4-model.md section 1), read from the
-// keys under `deepseek4.` exactly as llama.cpp 0.3.36 names them. Every
+// Hyperparameters of a DeepSeek V4 GGUF (ds4-model.md section 1), read from the
+// keys under `<arch>.` exactly as llama.cpp 0.3.36 names them: the target
+// (`deepseek4`) and the DSpark drafter (`deepseek4-dflash-draft`, section 6)
+// share the model keys under their own prefix. Every
 // dimension comes from the file, so tiny synthetic models run the same code.
 #pragma once
 #include <cstdint>
@@ -51,8 +53,13 @@ struct Ds4Hparams {
 // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SQRT_SOFTPLUS.
 constexpr int64_t kGatingSqrtSoftplus = 4;
 
-// Reads and checks every key; throws ds4::FormatError naming the file and the
-// missing or bad key (and UnsupportedError for a structure DS4 does not have).
-Ds4Hparams read_ds4_hparams(const GGUFFile& f);
+constexpr const char* kArchTarget = "deepseek4";
+constexpr const char* kArchDrafter = "deepseek4-dflash-draft";
+
+// Reads and checks every key under `<expected_arch>.` (general.architecture must
+// name it); throws ds4::FormatError naming the file and the missing or bad key
+// (and UnsupportedError for a structure DS4 does not have). Indexer and
+// compressed-RoPE keys are required only when a layer has that ratio.
+Ds4Hparams read_ds4_hparams(const GGUFFile& f, const std::string& expected_arch = kArchTarget);
 
 }  // namespace ds4

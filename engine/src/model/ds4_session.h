@@ -1,11 +1,13 @@
 // One sequence's entry points (ds4-model.md section 4) over state the backend owns.
 //
 // All entry points run the same forward over blocks of at most kBlock
-// consecutive tokens: every matmul serves all tokens of the block as columns
-// (per-column bits are independent of the block width); the sequential parts
-// (ring, compressor and indexer updates) walk the tokens in order inside each
-// layer, and each token then attends over the state as it stood at its own
-// position. So verify rows are bitwise identical to decoding the tokens one by one.
+// consecutive tokens (model/ds4_block.h): every matmul serves all tokens of the
+// block as columns (per-column bits are independent of the block width); the
+// sequential parts (ring, compressor and indexer updates) walk the tokens in
+// order inside each layer, and each token then attends over the state as it
+// stood at its own position. So verify rows are bitwise identical to decoding
+// the tokens one by one. Token ids go to the backend, logits come back; a call is
+// a fixed sequence of backend operations with one synchronisation at the end.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/ds4_block.h"
 #include "model/ds4_model.h"
 #include "model/ds4_profile.h"
 
@@ -22,6 +25,10 @@ struct Ds4SessionOptions {
     int64_t max_ctx = 4096;
     bool fp8_kv = true;       // D: FP8-E4M3 round trip of stored KV rows (false: llama.cpp)
     bool indexer_fp4 = true;  // D: FP4 round trip of indexer rows and queries (false: llama.cpp)
+    // Layer capture (a drafter's features): after each forward, the mean of the n_hc
+    // streams of every token at the input (capture_input) or the output of these layers.
+    std::vector<int64_t> capture_layers;
+    bool capture_input = false;
 };
 
 // A session's state at one position, taken by Ds4Session::snapshot. It holds a
@@ -39,7 +46,8 @@ class Ds4Session {
 public:
     Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOptions& opt);
 
-    int64_t pos() const { return pos_; }
+    const Ds4Model& model() const { return *model_; }
+    int64_t pos() const { return state_->pos(); }
     int64_t max_ctx() const { return opt_.max_ctx; }
     const Ds4SessionOptions& options() const { return opt_; }
     int64_t state_bytes() const { return state_->bytes(); }
@@ -50,6 +58,14 @@ public:
     // session with other options.
     void restore(const Ds4Snapshot& snap);
 
+    // Takes back the last n positions (rejected draft tokens) at a cost independent of
+    // the context: the next forward continues as if they had never been fed, bitwise.
+    // n may reach max_rewind(); ArgumentError (and no change) beyond it.
+    void rewind(int64_t n);
+    // How many positions rewind() can take back now (up to kMaxRewind, counted from the
+    // highest position ever stored).
+    int64_t max_rewind() const { return state_->pos() - state_->rewind_floor(); }
+
     // Logits [n_vocab] of one token.
     std::vector<float> decode(int32_t token);
     // Logits of every token, row-major [tokens.size()][n_vocab].
@@ -59,36 +75,33 @@ public:
     // boundaries (same results, as the forward is block-width invariant).
     std::vector<float> prefill(const std::vector<int32_t>& tokens, bool exact);
 
+    // Features captured during the last decode / verify / prefill, row-major
+    // [tokens][capture_layers.size()][n_embd] (empty without capture layers).
+    const std::vector<float>& captured() const { return captured_; }
+
     // Most tokens one forward block holds (the backend's ring keeps this many extra rows).
     static constexpr int64_t kBlock = 32;
+    // Most positions a rewind takes back (the rings keep this many extra positions).
+    static constexpr int64_t kMaxRewind = 32;
 
     // Per-phase wall-clock seconds of every forward since the last reset (when enabled).
     PhaseClock& phase_clock() { return clock_; }
 
 private:
-    // Runs tokens [0, n) (n <= kBlock) at positions pos_.. and advances pos_. Appends
+    // Runs tokens [0, n) (n <= kBlock) at positions pos().. and advances. Appends
     // the logits of tokens with want_logits[i] to logits (row-major, in token order).
     void forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits);
     void check_tokens(const int32_t* tokens, int64_t n) const;
 
-    void attention_layer(int64_t il, int64_t n);
-    void ffn_layer(int64_t il, const int32_t* tokens, int64_t n);
-    void route(int64_t il, const int32_t* tokens, int64_t n);
-
     std::shared_ptr<const Ds4Model> model_;
     Ds4SessionOptions opt_;
+    Ds4Numerics numerics_;
     std::unique_ptr<SeqState> state_;
-    int64_t pos_ = 0;
     PhaseClock clock_;
-
-    // Block buffers, sized once for kBlock tokens: no allocation per token.
-    struct Buffers {
-        std::vector<float> X, X2, h, q_lat, Q, kv, kappa, gate, ikappa, igate, iq, iw, O, z, y, gl, ew, e;
-        std::vector<double> split, route_s, route_b;
-        std::vector<int32_t> experts, selected, order;
-        std::vector<int64_t> comp_after, idx_after, n_selected;
-        std::vector<uint8_t> want;
-    } b_;
+    Ds4Activations act_;  // block buffers in backend memory, sized once for kBlock tokens
+    Ds4BlockRunner runner_;
+    std::unique_ptr<DeviceBuffer> logits_buf_, capture_buf_;
+    std::vector<float> captured_;
 };
 
 }  // namespace ds4

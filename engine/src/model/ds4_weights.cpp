@@ -28,11 +28,38 @@ std::string shape_str(const std::vector<uint64_t>& ne) {
 
 class Loader {
 public:
-    explicit Loader(const GGUFFile& f) : f_(f) {}
+    Loader(const GGUFFile& f, WeightTable& table) : f_(f), table_(table) {}
 
     // Expected shape in ggml ne order. Trailing 1s in the file are tolerated (a
-    // [4] vector may be stored as [4, 1]).
-    WeightView get(const std::string& name, std::initializer_list<int64_t> shape) const {
+    // [4] vector may be stored as [4, 1]). The view joins the table under a new id.
+    WeightView get(const std::string& name, std::initializer_list<int64_t> shape) {
+        WeightView w = view(name, shape);
+        w.id = (int32_t)table_.views.size();
+        table_.views.push_back(w);
+        return w;
+    }
+
+    // A small weight-like table that backends keep as floats.
+    WeightView vec(const std::string& name, std::initializer_list<int64_t> shape) {
+        WeightView w = view(name, shape);
+        w.vector = true;
+        w.id = (int32_t)table_.views.size();
+        table_.views.push_back(w);
+        return w;
+    }
+
+    WeightView get_i32(const std::string& name, std::initializer_list<int64_t> shape) {
+        WeightView w = get(name, shape);
+        if (w.type != kTypeI32) {
+            const QTypeTraits* tr = qtype_traits(w.type);
+            throw FormatError(f_.path() + ": tensor '" + name + "' has type " + (tr ? tr->name : std::to_string(w.type)) +
+                              ", expected I32");
+        }
+        return w;
+    }
+
+private:
+    WeightView view(const std::string& name, std::initializer_list<int64_t> shape) const {
         const GGUFTensorInfo* t = f_.find_tensor(name);
         if (!t) throw FormatError(f_.path() + ": tensor '" + name + "' is missing (expected shape " + shape_str(shape) + ")");
         std::vector<int64_t> want(shape);
@@ -59,18 +86,8 @@ public:
         return w;
     }
 
-    WeightView get_i32(const std::string& name, std::initializer_list<int64_t> shape) const {
-        WeightView w = get(name, shape);
-        if (w.type != kTypeI32) {
-            const QTypeTraits* tr = qtype_traits(w.type);
-            throw FormatError(f_.path() + ": tensor '" + name + "' has type " + (tr ? tr->name : std::to_string(w.type)) +
-                              ", expected I32");
-        }
-        return w;
-    }
-
-private:
     const GGUFFile& f_;
+    WeightTable& table_;
 };
 
 // Every token's hash-routed experts must exist; checked once at load so a bad
@@ -90,65 +107,56 @@ void check_expert_ids(const GGUFFile& f, const WeightView& table, int64_t n_expe
 
 }  // namespace
 
-std::vector<float> weight_to_floats(const WeightView& w) {
-    const int64_t n = w.ne[0] * w.n_rows();
-    std::vector<float> out((size_t)n);
-    for (int64_t r = 0; r < w.n_rows(); ++r) {
-        dequantize_row(w.type, w.row(r), out.data() + r * w.ne[0], w.ne[0], w.name.c_str());
-    }
-    return out;
-}
-
 Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp) {
-    const Loader L(f);
+    Ds4Weights w;
+    Loader L(f, w.table);
     const int64_t E = hp.n_embd, V = hp.n_vocab, H = hp.n_head, D = hp.head_dim, HC = hp.n_hc;
     const int64_t n_mix = (2 + HC) * HC;
-    Ds4Weights w;
     w.token_embd = L.get("token_embd.weight", {E, V});
     w.output = L.get("output.weight", {E, V});
-    w.output_norm = L.get("output_norm.weight", {E});
+    w.output_norm = L.vec("output_norm.weight", {E});
     w.output_hc_fn = L.get("output_hc_fn.weight", {HC * E, HC});
-    w.output_hc_base = L.get("output_hc_base.weight", {HC});
-    w.output_hc_scale = L.get("output_hc_scale.weight", {1});
+    w.output_hc_base = L.vec("output_hc_base.weight", {HC});
+    w.output_hc_scale = L.vec("output_hc_scale.weight", {1});
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
         Ds4LayerWeights l;
         l.ratio = hp.compress_ratios[(size_t)il];
-        l.attn_norm = L.get(b + "attn_norm.weight", {E});
+        l.attn_norm = L.vec(b + "attn_norm.weight", {E});
         l.attn_q_a = L.get(b + "attn_q_a.weight", {E, hp.q_lora_rank});
-        l.attn_q_a_norm = L.get(b + "attn_q_a_norm.weight", {hp.q_lora_rank});
+        l.attn_q_a_norm = L.vec(b + "attn_q_a_norm.weight", {hp.q_lora_rank});
         l.attn_q_b = L.get(b + "attn_q_b.weight", {hp.q_lora_rank, H * D});
         l.attn_kv = L.get(b + "attn_kv.weight", {E, D});
-        l.attn_kv_a_norm = L.get(b + "attn_kv_a_norm.weight", {D});
-        l.attn_sinks = L.get(b + "attn_sinks.weight", {H});
+        l.attn_kv_a_norm = L.vec(b + "attn_kv_a_norm.weight", {D});
+        l.attn_sinks = L.vec(b + "attn_sinks.weight", {H});
         l.attn_output_a = L.get(b + "attn_output_a.weight", {H * D / hp.o_groups, hp.o_lora_rank * hp.o_groups});
         l.attn_output_b = L.get(b + "attn_output_b.weight", {hp.o_groups * hp.o_lora_rank, E});
         l.hc_attn_fn = L.get(b + "hc_attn_fn.weight", {HC * E, n_mix});
-        l.hc_attn_scale = L.get(b + "hc_attn_scale.weight", {3});
-        l.hc_attn_base = L.get(b + "hc_attn_base.weight", {n_mix});
+        l.hc_attn_scale = L.vec(b + "hc_attn_scale.weight", {3});
+        l.hc_attn_base = L.vec(b + "hc_attn_base.weight", {n_mix});
         l.hc_ffn_fn = L.get(b + "hc_ffn_fn.weight", {HC * E, n_mix});
-        l.hc_ffn_scale = L.get(b + "hc_ffn_scale.weight", {3});
-        l.hc_ffn_base = L.get(b + "hc_ffn_base.weight", {n_mix});
-        l.ffn_norm = L.get(b + "ffn_norm.weight", {E});
+        l.hc_ffn_scale = L.vec(b + "hc_ffn_scale.weight", {3});
+        l.hc_ffn_base = L.vec(b + "hc_ffn_base.weight", {n_mix});
+        l.ffn_norm = L.vec(b + "ffn_norm.weight", {E});
         l.ffn_gate_inp = L.get(b + "ffn_gate_inp.weight", {E, hp.n_expert});
         if (il < hp.n_hash_layers) {
             l.ffn_gate_tid2eid = L.get_i32(b + "ffn_gate_tid2eid.weight", {hp.n_expert_used, V});
             check_expert_ids(f, l.ffn_gate_tid2eid, hp.n_expert);
         } else {
-            l.exp_probs_b = L.get(b + "exp_probs_b.bias", {hp.n_expert});
+            l.exp_probs_b = L.vec(b + "exp_probs_b.bias", {hp.n_expert});
         }
-        l.ffn_gate_exps = L.get(b + "ffn_gate_exps.weight", {E, hp.n_ff_exp, hp.n_expert});
-        l.ffn_up_exps = L.get(b + "ffn_up_exps.weight", {E, hp.n_ff_exp, hp.n_expert});
-        l.ffn_down_exps = L.get(b + "ffn_down_exps.weight", {hp.n_ff_exp, E, hp.n_expert});
-        l.ffn_gate_shexp = L.get(b + "ffn_gate_shexp.weight", {E, hp.n_ff_exp});
-        l.ffn_up_shexp = L.get(b + "ffn_up_shexp.weight", {E, hp.n_ff_exp});
-        l.ffn_down_shexp = L.get(b + "ffn_down_shexp.weight", {hp.n_ff_exp, E});
+        l.ffn.gate_exps = L.get(b + "ffn_gate_exps.weight", {E, hp.n_ff_exp, hp.n_expert});
+        l.ffn.up_exps = L.get(b + "ffn_up_exps.weight", {E, hp.n_ff_exp, hp.n_expert});
+        l.ffn.down_exps = L.get(b + "ffn_down_exps.weight", {hp.n_ff_exp, E, hp.n_expert});
+        l.ffn.gate_shexp = L.get(b + "ffn_gate_shexp.weight", {E, hp.n_ff_exp});
+        l.ffn.up_shexp = L.get(b + "ffn_up_shexp.weight", {E, hp.n_ff_exp});
+        l.ffn.down_shexp = L.get(b + "ffn_down_shexp.weight", {hp.n_ff_exp, E});
         if (l.ratio) {
             const int64_t r = l.ratio, C = (r == 4 ? 2 : 1) * D;
             l.comp_kv = L.get(b + "attn_compressor_kv.weight", {E, C});
             l.comp_gate = L.get(b + "attn_compressor_gate.weight", {E, C});
-            l.comp_ape = L.get(b + "attn_compressor_ape.weight", {C, r});
-            l.comp_norm = L.get(b + "attn_compressor_norm.weight", {D});
+            l.comp_ape = L.vec(b + "attn_compressor_ape.weight", {C, r});
+            l.comp_norm = L.vec(b + "attn_compressor_norm.weight", {D});
         }
         if (l.ratio == 4) {
             const int64_t di = hp.idx_head_dim;
@@ -156,8 +164,8 @@ Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp) {
             l.idx_proj = L.get(b + "indexer.proj.weight", {E, hp.idx_n_head});
             l.idx_comp_kv = L.get(b + "indexer_compressor_kv.weight", {E, 2 * di});
             l.idx_comp_gate = L.get(b + "indexer_compressor_gate.weight", {E, 2 * di});
-            l.idx_comp_ape = L.get(b + "indexer_compressor_ape.weight", {2 * di, 4});
-            l.idx_comp_norm = L.get(b + "indexer_compressor_norm.weight", {di});
+            l.idx_comp_ape = L.vec(b + "indexer_compressor_ape.weight", {2 * di, 4});
+            l.idx_comp_norm = L.vec(b + "indexer_compressor_norm.weight", {di});
         }
         w.layers.push_back(std::move(l));
     }

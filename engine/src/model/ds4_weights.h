@@ -1,5 +1,6 @@
 // Views of every tensor of ds4-model.md section 2, pointing into the GGUF
-// mapping (quantised weights are used in place, never expanded). Shapes are
+// mapping (quantised weights are used in place, never expanded), and the table
+// of all of them that the backend maps (Backend::bind_weights). Shapes are
 // checked against the hparams at load time, so the forward pass can trust them.
 #pragma once
 #include <cstdint>
@@ -7,26 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "core/weight_view.h"
 #include "model/ds4_hparams.h"
 
 namespace ds4 {
 
 class GGUFFile;
-
-// One tensor: ggml type id, data in the mapping, ne[] (ggml order, innermost first).
-// A matrix with ne = [in, out, (experts)] has n_rows() = out rows of ne[0] values.
-struct WeightView {
-    std::string name;
-    uint32_t type = 0;
-    const uint8_t* data = nullptr;
-    int64_t ne[4] = {1, 1, 1, 1};
-    uint64_t row_bytes = 0;  // bytes of one row of ne[0] values
-
-    bool present() const { return data != nullptr; }
-    int64_t n_in() const { return ne[0]; }
-    int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
-    const uint8_t* row(int64_t r) const { return data + (uint64_t)r * row_bytes; }
-};
 
 struct Ds4LayerWeights {
     int64_t ratio = 0;
@@ -34,7 +21,7 @@ struct Ds4LayerWeights {
     WeightView attn_output_a, attn_output_b;
     WeightView hc_attn_fn, hc_attn_scale, hc_attn_base, hc_ffn_fn, hc_ffn_scale, hc_ffn_base;
     WeightView ffn_norm, ffn_gate_inp, exp_probs_b, ffn_gate_tid2eid;
-    WeightView ffn_gate_exps, ffn_up_exps, ffn_down_exps, ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
+    MoeWeights ffn;  // routed and shared experts
     // ratio > 0
     WeightView comp_kv, comp_gate, comp_ape, comp_norm;
     // ratio 4: indexer
@@ -44,6 +31,7 @@ struct Ds4LayerWeights {
 struct Ds4Weights {
     WeightView token_embd, output, output_norm, output_hc_fn, output_hc_base, output_hc_scale;
     std::vector<Ds4LayerWeights> layers;
+    WeightTable table;  // every view above, by id (vectors marked: small, kept as floats by backends)
 };
 
 // Builds the views; a missing tensor, a wrong shape or a type without kernels
@@ -51,7 +39,5 @@ struct Ds4Weights {
 // the actual shape. `f` must outlive the views (they point into its mapping).
 Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp);
 
-// Small vectors (norm weights, biases, sinks, HC scale/base) as floats.
-std::vector<float> weight_to_floats(const WeightView& w);
 
 }  // namespace ds4

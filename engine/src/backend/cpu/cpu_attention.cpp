@@ -15,26 +15,31 @@ namespace ds4 {
 
 namespace {
 
-// Key rows of token p: the window max(0, p - n_swa + 1)..p, then its compressed rows.
-void gather_keys(const CpuSeqState& S, int64_t il, int64_t p, int64_t i, const CompRowSelection& comp,
+// Key rows of token i at position p: the window max(0, p - n_swa + 1)..p, then its
+// compressed rows ((p + 1) / ratio exist; an indexer selection picks among them).
+void gather_keys(const CpuSeqState& S, int64_t il, int64_t p, int64_t i, const CompRowView& comp,
                  std::vector<const float*>& rows) {
     rows.clear();
-    for (int64_t t = std::max<int64_t>(0, p - S.shape.n_swa + 1); t <= p; ++t) rows.push_back(S.ring_row(il, t));
-    if (!comp.count) return;
+    for (int64_t t = std::max<int64_t>(0, p - S.shape().n_swa + 1); t <= p; ++t) rows.push_back(S.ring_row(il, t));
+    if (!comp.ratio) return;
     const CpuLayerState& L = S.layers[(size_t)il];
-    const int64_t D = S.shape.head_dim;
-    for (int64_t k = 0; k < comp.count[i]; ++k) {
-        const int64_t c = comp.rows ? comp.rows[i * comp.stride + k] : k;
+    const int64_t D = S.shape().head_dim;
+    const int64_t visible = (p + 1) / comp.ratio;
+    const int64_t count = comp.selected ? std::min(visible, comp.top_k) : visible;
+    for (int64_t k = 0; k < count; ++k) {
+        const int64_t c = comp.selected ? comp.selected.get()[i * comp.top_k + k] : k;
         rows.push_back(L.comp_rows.data() + c * D);
     }
 }
 
 }  // namespace
 
-void CpuBackend::attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, const float* Q, int64_t n_head,
-                           int64_t D, const CompRowSelection& comp, const float* sinks, const RopeSpec& rope,
-                           float* O) {
+void CpuBackend::attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> Qd,
+                           int64_t n_head, int64_t D, const CompRowView& comp, const WeightView& sinks_w,
+                           const RopeSpec& rope, Dev<float> Od) {
     const CpuSeqState& S = cpu_state(st);
+    const float *Q = Qd.get(), *sinks = vec(sinks_w);
+    float* O = Od.get();
     const AttnKernels& ak = attn_kernels();
     const double inv_sqrt_d = 1.0 / std::sqrt((double)D);
     // Heads in groups of 4 (a group reads each key row once); a head's bits do not
@@ -87,20 +92,21 @@ void CpuBackend::attention(const SeqState& st, int64_t il, int64_t p0, int64_t n
     });
 }
 
-void CpuBackend::indexer_select(const SeqState& st, int64_t il, const float* q, const float* w, int64_t n,
-                                int64_t n_head, int64_t d, const int64_t* visible, int64_t top_k, int32_t* selected,
-                                int64_t* n_selected) {
+void CpuBackend::indexer_select(const SeqState& st, int64_t il, int64_t p0, Dev<const float> qd,
+                                Dev<const float> wd, int64_t n, int64_t n_head, int64_t d, int64_t top_k,
+                                Dev<int32_t> selectedd) {
     const CpuSeqState& S = cpu_state(st);
+    const float *q = qd.get(), *w = wd.get();
+    int32_t* selected = selectedd.get();
     const CpuLayerState& L = S.layers[(size_t)il];
     const AttnKernels& ak = attn_kernels();
     pool_.parallel_for(n, 1, [&](int64_t b, int64_t e) {
         Scratch& W = scratch();
         for (int64_t i = b; i < e; ++i) {
-            const int64_t n_c = visible[i];
+            const int64_t n_c = (p0 + i + 1) / 4;  // indexer rows token i sees
             int32_t* sel = selected + i * top_k;
             if (n_c <= top_k) {
                 std::iota(sel, sel + n_c, 0);
-                n_selected[i] = n_c;
                 continue;
             }
             W.d0.resize((size_t)(n_head * d));
@@ -127,7 +133,6 @@ void CpuBackend::indexer_select(const SeqState& st, int64_t il, const float* q, 
             });
             std::copy(W.order.begin(), W.order.begin() + top_k, sel);
             std::sort(sel, sel + top_k);
-            n_selected[i] = top_k;
         }
     });
 }

@@ -72,14 +72,17 @@ const float* CpuBackend::hc_mix(const float* X, int64_t n_tokens, int64_t n_hc, 
     Scratch& S = scratch();
     S.f0.resize((size_t)(n_tokens * F));
     S.f1.resize((size_t)(n_tokens * n_mix));
-    rms_norm(X, nullptr, F, n_tokens, rms_eps, S.f0.data());
-    matmul(fn, 0, n_mix, S.f0.data(), F, (int)n_tokens, S.f1.data(), n_mix);
+    rms_norm_host(X, nullptr, F, n_tokens, rms_eps, S.f0.data());
+    matmul_host(fn, 0, n_mix, S.f0.data(), F, (int)n_tokens, S.f1.data(), n_mix);
     return S.f1.data();
 }
 
-void CpuBackend::hc_pre(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
-                        const float* scale, const float* base, int64_t iters, double hc_eps, double rms_eps, float* u,
-                        double* split) {
+void CpuBackend::hc_pre(Dev<const float> Xd, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                        const WeightView& scale_w, const WeightView& base_w, int64_t iters, double hc_eps,
+                        double rms_eps, Dev<float> ud, Dev<double> splitd) {
+    const float *X = Xd.get(), *scale = vec(scale_w), *base = vec(base_w);
+    float* u = ud.get();
+    double* split = splitd.get();
     const int64_t F = n_hc * E, n_mix = fn.n_rows(), SS = hc_split_size(n_hc);
     const float* m = hc_mix(X, n_tokens, n_hc, E, fn, rms_eps);
     pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
@@ -91,8 +94,11 @@ void CpuBackend::hc_pre(const float* X, int64_t n_tokens, int64_t n_hc, int64_t 
     });
 }
 
-void CpuBackend::hc_post(const float* y, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E,
-                         const double* split, float* X_out) {
+void CpuBackend::hc_post(Dev<const float> yd, Dev<const float> Xd, int64_t n_tokens, int64_t n_hc, int64_t E,
+                         Dev<const double> splitd, Dev<float> X_outd) {
+    const float *y = yd.get(), *X = Xd.get();
+    const double* split = splitd.get();
+    float* X_out = X_outd.get();
     const int64_t SS = hc_split_size(n_hc);
     pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
@@ -112,8 +118,12 @@ void CpuBackend::hc_post(const float* y, const float* X, int64_t n_tokens, int64
     });
 }
 
-void CpuBackend::hc_head(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
-                         float scale0, const float* base, double hc_eps, double rms_eps, float* e) {
+void CpuBackend::hc_head(Dev<const float> Xd, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                         const WeightView& scale_w, const WeightView& base_w, double hc_eps, double rms_eps,
+                         Dev<float> ed) {
+    const float* X = Xd.get();
+    const float scale0 = vec(scale_w)[0], *base = vec(base_w);
+    float* e = ed.get();
     const float* m = hc_mix(X, n_tokens, n_hc, E, fn, rms_eps);
     pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t en) {
         std::vector<double>& w = scratch().d1;
@@ -121,6 +131,23 @@ void CpuBackend::hc_head(const float* X, int64_t n_tokens, int64_t n_hc, int64_t
         for (int64_t t = b; t < en; ++t) {
             for (int64_t h = 0; h < n_hc; ++h) w[h] = cpu_sigmoid((double)m[t * n_hc + h] * scale0 + base[h]) + hc_eps;
             collapse_streams(w.data(), X + t * n_hc * E, n_hc, E, e + t * E);
+        }
+    });
+}
+
+void CpuBackend::hc_mean(Dev<const float> Xd, int64_t n_tokens, int64_t n_hc, int64_t E, Dev<float> outd,
+                         int64_t ldo) {
+    const float* X = Xd.get();
+    float* out = outd.get();
+    pool_.parallel_for(n_tokens, 1, [&](int64_t b, int64_t en) {
+        for (int64_t t = b; t < en; ++t) {
+            const float* Xt = X + t * n_hc * E;
+            float* o = out + t * ldo;
+            for (int64_t i = 0; i < E; ++i) {
+                double acc = 0.0;
+                for (int64_t h = 0; h < n_hc; ++h) acc += (double)Xt[h * E + i];
+                o[i] = (float)(acc / (double)n_hc);
+            }
         }
     });
 }

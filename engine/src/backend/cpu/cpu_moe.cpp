@@ -8,7 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
-#include "model/ds4_weights.h"
+#include "core/weight_view.h"
 #include "quant/quant_dot.h"
 
 namespace ds4 {
@@ -98,9 +98,9 @@ void make_items(const std::vector<Group>& groups, Rows rows, int n_threads, std:
 
 }  // namespace
 
-void cpu_moe(ThreadPool& pool, const Ds4LayerWeights& lw, const float* h, int64_t n_tokens, const int32_t* experts,
+void cpu_moe(ThreadPool& pool, const MoeWeights& mw, const float* h, int64_t n_tokens, const int32_t* experts,
              const float* weights, int64_t n_used, double clamp, double clamp_shared, float* y) {
-    const int64_t E = lw.ffn_down_shexp.n_rows(), K = n_used, n_expert = lw.ffn_gate_exps.ne[2];
+    const int64_t E = mw.down_shexp.n_rows(), K = n_used, n_expert = mw.gate_exps.ne[2];
     if (n_tokens <= 0) return;
     MoeScratch& S = moe_scratch();
 
@@ -137,26 +137,26 @@ void cpu_moe(ThreadPool& pool, const Ds4LayerWeights& lw, const float* h, int64_
     int64_t act = 0;
     {
         Group g;
-        g.gate = expert_mat(lw.ffn_gate_shexp, 0);
-        g.up = expert_mat(lw.ffn_up_shexp, 0);
-        g.down = expert_mat(lw.ffn_down_shexp, 0);
+        g.gate = expert_mat(mw.gate_shexp, 0);
+        g.up = expert_mat(mw.up_shexp, 0);
+        g.down = expert_mat(mw.down_shexp, 0);
         g.clamp = clamp_shared;
         g.x = h;
         g.m = n_tokens;
-        g.F = lw.ffn_gate_shexp.n_rows();
+        g.F = mw.gate_shexp.n_rows();
         g.act = act;
         g.out_col = n_routed;
         act += g.m * g.F;
         S.groups.push_back(g);
     }
-    const int64_t F_exp = lw.ffn_gate_exps.ne[1];
+    const int64_t F_exp = mw.gate_exps.ne[1];
     for (int64_t e = 0; e < n_expert; ++e) {
         const int64_t m = S.count[(size_t)e];
         if (m == 0) continue;
         Group g;
-        g.gate = expert_mat(lw.ffn_gate_exps, e);
-        g.up = expert_mat(lw.ffn_up_exps, e);
-        g.down = expert_mat(lw.ffn_down_exps, e);
+        g.gate = expert_mat(mw.gate_exps, e);
+        g.up = expert_mat(mw.up_exps, e);
+        g.down = expert_mat(mw.down_exps, e);
         g.clamp = clamp;
         g.m = m;
         g.out_col = S.start[(size_t)e] - m;  // start[e] was advanced past its columns

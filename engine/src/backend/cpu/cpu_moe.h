@@ -15,11 +15,11 @@
 namespace ds4 {
 
 class ThreadPool;
-struct Ds4LayerWeights;
+struct MoeWeights;
 
 // Backend::moe's contract (backend/backend.h). Scratch belongs to the calling
 // thread: no allocation per call once warm.
-void cpu_moe(ThreadPool& pool, const Ds4LayerWeights& lw, const float* h, int64_t n_tokens, const int32_t* experts,
+void cpu_moe(ThreadPool& pool, const MoeWeights& mw, const float* h, int64_t n_tokens, const int32_t* experts,
              const float* weights, int64_t n_used, double clamp, double clamp_shared, float* y);
 
 }  // namespace ds4

@@ -1,6 +1,7 @@
 // Sequence state on the CPU: the window ring stores and the compressors
 // (ds4-model.md section 4). Both walk the block's tokens in order: each token
-// sees the state its predecessors left.
+// sees the state its predecessors left. Rings are indexed by position, which
+// makes rewinding a matter of counts (cpu_seq_state.h).
 #include "backend/cpu/cpu_seq_state.h"
 
 #include <algorithm>
@@ -9,7 +10,6 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_numerics.h"
 #include "common/error.h"
-#include "quant/quant_dot.h"
 
 namespace ds4 {
 
@@ -17,9 +17,10 @@ namespace {
 
 constexpr float kCompressorScoreInit = -1e30f;  // D; L zero-fills
 
-CpuCompressor fresh_compressor(int64_t ratio, int64_t width) {
+CpuCompressor fresh_compressor(int64_t ratio, int64_t width, int64_t max_rewind) {
     CpuCompressor c;
-    c.rows = ratio == 4 ? 8 : ratio;
+    c.window = ratio == 4 ? 8 : ratio;
+    c.rows = c.window + max_rewind;
     c.width = width;
     c.kv.assign((size_t)(c.rows * width), 0.0f);
     c.score.assign((size_t)(c.rows * width), kCompressorScoreInit);
@@ -31,15 +32,23 @@ void store_f16(const float* x, int64_t n, float* out) {
     for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(f32_to_f16(x[i]));
 }
 
-// Softmax pooling over the window: ratio 4: column j < Dc pools rows 0..3 at column j
-// and rows 4..7 at column Dc + j; otherwise rows 0..ratio-1 at column j.
-void pool_window(const CpuCompressor& c, int64_t ratio, int64_t Dc, double* s, double* v, float* pooled) {
-    const int64_t n_cand = c.rows, W = c.width;
+// Softmax pooling of the window that ends at position q: candidate t is position
+// q - window + 1 + t. Ratio 4: column j < Dc pools candidates 0..3 (the previous
+// window) at column j and 4..7 (the current one) at column Dc + j; otherwise
+// candidates 0..ratio-1 at column j. Positions before 0 hold score -1e30, kappa 0.
+void pool_window(CpuCompressor& c, int64_t ratio, int64_t q, int64_t Dc, double* s, double* v, const float** kv_rows,
+                 const float** score_rows, float* pooled) {
+    const int64_t n_cand = c.window, first = q - c.window + 1;
+    for (int64_t t = 0; t < n_cand; ++t) {
+        const int64_t p = first + t;
+        kv_rows[t] = p < 0 ? nullptr : c.kv_at(p);
+        score_rows[t] = p < 0 ? nullptr : c.score_at(p);
+    }
     for (int64_t j = 0; j < Dc; ++j) {
         for (int64_t t = 0; t < n_cand; ++t) {
             const int64_t col = (ratio == 4 && t >= 4) ? Dc + j : j;
-            s[t] = c.score[(size_t)(t * W + col)];
-            v[t] = c.kv[(size_t)(t * W + col)];
+            s[t] = score_rows[t] ? score_rows[t][col] : kCompressorScoreInit;
+            v[t] = kv_rows[t] ? kv_rows[t][col] : 0.0f;
         }
         const double mx = *std::max_element(s, s + n_cand);
         double den = 0.0, num = 0.0;
@@ -54,20 +63,32 @@ void pool_window(const CpuCompressor& c, int64_t ratio, int64_t Dc, double* s, d
 
 }  // namespace
 
-CpuSeqState::CpuSeqState(const SeqShape& s) : shape(s) {
+CpuSeqState::CpuSeqState(const SeqShape& s) : SeqState(s) {
     if (s.max_block < 1) throw ArgumentError("sequence state needs max_block >= 1");
-    ring_rows = s.n_swa + s.max_block - 1;
+    if (s.max_rewind < s.max_block) {
+        throw ArgumentError("sequence state needs max_rewind (" + std::to_string(s.max_rewind) +
+                            ") >= max_block (" + std::to_string(s.max_block) + ")");
+    }
+    ring_rows = s.n_swa + s.max_rewind - 1;
     for (int64_t ratio : s.ratios) {
         CpuLayerState L;
         L.ratio = ratio;
         L.ring.assign((size_t)(ring_rows * s.head_dim), 0.0f);
-        if (ratio) {
-            L.comp = fresh_compressor(ratio, (ratio == 4 ? 2 : 1) * s.head_dim);
-        }
-        if (ratio == 4) {
-            L.idx_comp = fresh_compressor(4, 2 * s.idx_dim);
-        }
+        if (ratio) L.comp = fresh_compressor(ratio, (ratio == 4 ? 2 : 1) * s.head_dim, s.max_rewind);
+        if (ratio == 4) L.idx_comp = fresh_compressor(4, 2 * s.idx_dim, s.max_rewind);
         layers.push_back(std::move(L));
+    }
+}
+
+void CpuSeqState::drop_after(int64_t p) {
+    for (CpuLayerState& L : layers) {
+        if (!L.ratio) continue;
+        L.n_comp = p / L.ratio;
+        L.comp_rows.resize((size_t)(L.n_comp * shape().head_dim));  // shrinking keeps the capacity
+        if (L.ratio == 4) {
+            L.n_idx = p / 4;
+            L.idx_rows.resize((size_t)(L.n_idx * shape().idx_dim));
+        }
     }
 }
 
@@ -93,44 +114,50 @@ std::unique_ptr<SeqState> CpuBackend::new_seq_state(const SeqShape& shape) {
     return std::make_unique<CpuSeqState>(shape);
 }
 
-void CpuBackend::kv_store(SeqState& st, int64_t il, int64_t p0, int64_t n, const float* kv) {
+void CpuBackend::kv_store(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kvd) {
     CpuSeqState& S = cpu_state(st);
-    if (n > S.shape.max_block) {
+    if (n > S.shape().max_block) {
         throw ArgumentError("kv_store: block of " + std::to_string(n) + " tokens exceeds max_block " +
-                            std::to_string(S.shape.max_block));
+                            std::to_string(S.shape().max_block));
     }
-    const int64_t D = S.shape.head_dim;
+    const int64_t D = S.shape().head_dim;
+    const float* kv = kvd.get();
     CpuLayerState& L = S.layers[(size_t)il];
     for (int64_t i = 0; i < n; ++i) store_f16(kv + i * D, D, L.ring.data() + ((p0 + i) % S.ring_rows) * D);
 }
 
-void CpuBackend::compress(SeqState& st, int64_t il, int64_t p0, int64_t n, const float* kappa, const float* gate,
-                          int64_t ld, const CompressorParams& cp, int64_t* rows_after) {
+void CpuBackend::compress(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kappad,
+                          Dev<const float> gated, int64_t ld, const CompressorParams& cp) {
     CpuSeqState& S = cpu_state(st);
     CpuLayerState& L = S.layers[(size_t)il];
     CpuCompressor& c = cp.indexer ? L.idx_comp : L.comp;
     std::vector<float>& out = cp.indexer ? L.idx_rows : L.comp_rows;
     int64_t& count = cp.indexer ? L.n_idx : L.n_comp;
     const int64_t r = L.ratio, W = c.width, Dc = cp.row_dim;
+    if (count != p0 / r) {
+        throw ArgumentError("compress: layer " + std::to_string(il) + " holds " + std::to_string(count) +
+                            " rows, not the " + std::to_string(p0 / r) + " of position " + std::to_string(p0));
+    }
+    const float *kappa = kappad.get(), *gate = gated.get(), *ape = vec(*cp.ape), *norm = vec(*cp.norm);
     Scratch& SC = scratch();
-    SC.f0.resize((size_t)std::max(W, Dc));
-    SC.d1.resize((size_t)c.rows);
-    SC.d2.resize((size_t)c.rows);
+    SC.f0.resize((size_t)Dc);
+    SC.d1.resize((size_t)c.window);
+    SC.d2.resize((size_t)c.window);
+    SC.rows.resize((size_t)(2 * c.window));
     std::vector<double>& cs = SC.rope_cs;
     cs.resize((size_t)cp.rope->n_rot);
     for (int64_t i = 0; i < n; ++i) {
         const int64_t p = p0 + i;
-        const int64_t slot = r == 4 ? 4 + p % 4 : p % r;
-        float* ape_row = SC.f0.data();
-        dequantize_row(cp.ape->type, cp.ape->row(p % r), ape_row, W, cp.ape->name.c_str());
+        const float* ape_row = ape + (p % r) * W;
+        float *kv = c.kv_at(p), *score = c.score_at(p);
         for (int64_t j = 0; j < W; ++j) {
-            c.kv[(size_t)(slot * W + j)] = kappa[i * ld + j];
-            c.score[(size_t)(slot * W + j)] = gate[i * ld + j] + ape_row[j];
+            kv[j] = kappa[i * ld + j];
+            score[j] = gate[i * ld + j] + ape_row[j];
         }
         if ((p + 1) % r == 0) {
             float* row = SC.f0.data();
-            pool_window(c, r, Dc, SC.d1.data(), SC.d2.data(), row);
-            cpu_rms_norm_row(row, cp.norm, Dc, cp.rms_eps, row);
+            pool_window(c, r, p, Dc, SC.d1.data(), SC.d2.data(), SC.rows.data(), SC.rows.data() + c.window, row);
+            cpu_rms_norm_row(row, norm, Dc, cp.rms_eps, row);
             cpu_rope_cos_sin((double)(p + 1 - r), *cp.rope, cs.data());
             cpu_rope_row(row, Dc, cs.data(), cp.rope->n_rot, false);
             if (cp.indexer) {
@@ -143,13 +170,7 @@ void CpuBackend::compress(SeqState& st, int64_t il, int64_t p0, int64_t n, const
             out.resize((size_t)((count + 1) * Dc));
             store_f16(row, Dc, out.data() + count * Dc);
             ++count;
-            if (r == 4) {
-                // The current window becomes the previous one.
-                std::copy(c.kv.begin() + 4 * W, c.kv.end(), c.kv.begin());
-                std::copy(c.score.begin() + 4 * W, c.score.end(), c.score.begin());
-            }
         }
-        rows_after[i] = count;
     }
 }
 

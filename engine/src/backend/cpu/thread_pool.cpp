@@ -1,4 +1,5 @@
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/cpu_api.h"
 
 #include <algorithm>
 

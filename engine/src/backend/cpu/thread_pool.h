@@ -88,16 +88,4 @@ private:
     std::exception_ptr error_;  // guarded by mu_
 };
 
-// Stress test of the pool (bound as _engine._pool_selftest): `callers` threads each run
-// `rounds` parallel_fors of varied n and min_chunk on one pool of `threads` threads,
-// checking that every index of [0, n) is visited exactly once in chunks that match
-// ThreadPool::split; in some rounds a chunk throws and the exception must reach the
-// caller; some rounds pause past kSpin so the workers fall asleep. failures == 0 and
-// an empty first_failure mean it passed.
-struct PoolSelftestResult {
-    int64_t rounds = 0, chunks = 0, worker_chunks = 0, indices = 0, throws = 0, caught = 0, failures = 0;
-    std::string first_failure;
-};
-PoolSelftestResult thread_pool_selftest(int threads, int64_t rounds, int callers, uint64_t seed);
-
 }  // namespace ds4

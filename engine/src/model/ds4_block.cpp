@@ -1,0 +1,186 @@
+#include "model/ds4_block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace ds4 {
+
+Ds4Activations::Ds4Activations(Backend& be, const Ds4Hparams& hp, int64_t B) : max_tokens(B) {
+    const int64_t E = hp.n_embd, HC = hp.n_hc, H = hp.n_head, D = hp.head_dim, di = hp.idx_head_dim;
+    const int64_t C = 2 * D;  // the widest compressor (ratio 4)
+    auto floats = [&](int64_t n) {
+        owned_.push_back(be.alloc((size_t)std::max<int64_t>(n, 1) * sizeof(float)));
+        return owned_.back()->as<float>();
+    };
+    X = floats(B * HC * E);
+    X2 = floats(B * HC * E);
+    h = floats(B * E);
+    q_lat = floats(B * hp.q_lora_rank);
+    Q = floats(B * H * D);
+    kv = floats(B * D);
+    kappa = floats(B * C);
+    gate = floats(B * C);
+    ikappa = floats(B * 2 * di);
+    igate = floats(B * 2 * di);
+    iq = floats(B * hp.idx_n_head * di);
+    iw = floats(B * hp.idx_n_head);
+    O = floats(B * H * D);
+    z = floats(B * hp.o_groups * hp.o_lora_rank);
+    y = floats(B * E);
+    gl = floats(B * hp.n_expert);
+    ew = floats(B * hp.n_expert_used);
+    e = floats(B * E);
+    owned_.push_back(be.alloc((size_t)std::max<int64_t>(B * hc_split_size(HC), 1) * sizeof(double)));
+    split = owned_.back()->as<double>();
+    auto ints = [&](int64_t n) {
+        owned_.push_back(be.alloc((size_t)std::max<int64_t>(n, 1) * sizeof(int32_t)));
+        return owned_.back()->as<int32_t>();
+    };
+    tokens = ints(B);
+    experts = ints(B * hp.n_expert_used);
+    selected = ints(B * std::max<int64_t>(hp.idx_top_k, 1));
+}
+
+void Ds4BlockRunner::embed(const Ds4Weights& w, Ds4Activations& a, int64_t n) {
+    PhaseScope ps(clock_, Phase::embed);
+    be_.embed(w.token_embd, a.tokens, n, hp_.n_hc, a.X);  // no scale; every stream starts as the row
+}
+
+void Ds4BlockRunner::attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n) {
+    const int64_t E = hp_.n_embd, HC = hp_.n_hc, H = hp_.n_head, D = hp_.head_dim, QR = hp_.q_lora_rank;
+    const int64_t r = lw.ratio, C = (r == 4 ? 2 : 1) * D, di = hp_.idx_head_dim;
+    {
+        PhaseScope ps(clock_, Phase::hc_pre);
+        be_.hc_pre(a.X, n, HC, E, lw.hc_attn_fn, lw.hc_attn_scale, lw.hc_attn_base, hp_.sinkhorn_iters, hp_.hc_eps,
+                   hp_.rms_eps, a.h, a.split);
+    }
+    // Projections of every token of the block (columns).
+    PhaseScope ps(clock_, Phase::attn_proj);
+    be_.rms_norm(a.h, &lw.attn_norm, E, n, hp_.rms_eps, a.h);
+    be_.matmul(lw.attn_q_a, 0, QR, a.h, E, (int)n, a.q_lat, QR);
+    be_.rms_norm(a.q_lat, &lw.attn_q_a_norm, QR, n, hp_.rms_eps, a.q_lat);
+    be_.matmul(lw.attn_q_b, 0, H * D, a.q_lat, QR, (int)n, a.Q, H * D);
+    be_.rms_norm(a.Q, nullptr, D, n * H, hp_.rms_eps, a.Q);  // every head, no weight
+    be_.matmul(lw.attn_kv, 0, D, a.h, E, (int)n, a.kv, D);
+    be_.rms_norm(a.kv, &lw.attn_kv_a_norm, D, n, hp_.rms_eps, a.kv);
+    if (r) {
+        be_.matmul(lw.comp_kv, 0, C, a.h, E, (int)n, a.kappa, C);
+        be_.matmul(lw.comp_gate, 0, C, a.h, E, (int)n, a.gate, C);
+    }
+    if (r == 4) {
+        be_.matmul(lw.idx_comp_kv, 0, 2 * di, a.h, E, (int)n, a.ikappa, 2 * di);
+        be_.matmul(lw.idx_comp_gate, 0, 2 * di, a.h, E, (int)n, a.igate, 2 * di);
+    }
+}
+
+void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st,
+                                 const Ds4Numerics& nx, Ds4Activations& a, int64_t p0, int64_t n) {
+    const int64_t E = hp_.n_embd, H = hp_.n_head, D = hp_.head_dim, QR = hp_.q_lora_rank;
+    const int64_t r = lw.ratio, C = (r == 4 ? 2 : 1) * D, di = hp_.idx_head_dim, Hi = hp_.idx_n_head;
+    // State: the block's KV rows and compressor steps, tokens in order; token i's
+    // view is the window up to its position and the rows that exist once its step
+    // ran (the compressors run before attention: a row completed at p is visible at p).
+    CompRowView comp;
+    {
+        PhaseScope ps(clock_, Phase::attn_state);
+        be_.rope_tail(a.Q, n, H, D, p0, rope, false);
+        be_.rope_tail(a.kv, n, 1, D, p0, rope, false);
+        if (nx.fp8_kv) be_.fp8_kv_round_trip(a.kv, n, D, hp_.n_rot);
+        be_.kv_store(st, il, p0, n, a.kv);
+        if (r) {
+            CompressorParams cp;
+            cp.ape = &lw.comp_ape;
+            cp.norm = &lw.comp_norm;
+            cp.rope = &rope;
+            cp.row_dim = D;
+            cp.n_rot = hp_.n_rot;
+            cp.rms_eps = hp_.rms_eps;
+            cp.fp8_kv = nx.fp8_kv;
+            cp.indexer_fp4 = nx.indexer_fp4;
+            be_.compress(st, il, p0, n, a.kappa, a.gate, C, cp);
+            comp.ratio = r;  // ratio 128: every row so far
+            if (r == 4) {
+                cp.ape = &lw.idx_comp_ape;
+                cp.norm = &lw.idx_comp_norm;
+                cp.row_dim = di;
+                cp.indexer = true;
+                be_.compress(st, il, p0, n, a.ikappa, a.igate, 2 * di, cp);
+                // The indexer picks top_k rows once a token sees more than that; the
+                // block's last token sees the most, (p0 + n) / 4.
+                if ((p0 + n) / 4 > hp_.idx_top_k) {
+                    be_.matmul(lw.idx_q_b, 0, Hi * di, a.q_lat, QR, (int)n, a.iq, Hi * di);
+                    be_.rope_tail(a.iq, n, Hi, di, p0, rope, false);
+                    be_.indexer_transform(a.iq, n * Hi, di, nx.indexer_fp4);
+                    be_.matmul(lw.idx_proj, 0, Hi, a.h, E, (int)n, a.iw, Hi);
+                    be_.scale(a.iw, n * Hi, 1.0 / std::sqrt((double)(di * Hi)));
+                    be_.indexer_select(st, il, p0, a.iq, a.iw, n, Hi, di, hp_.idx_top_k, a.selected);
+                    comp.selected = a.selected;
+                    comp.top_k = hp_.idx_top_k;
+                }
+            }
+        }
+    }
+    PhaseScope ps(clock_, Phase::attention);
+    be_.attention(st, il, p0, n, a.Q, H, D, comp, lw.attn_sinks, rope, a.O);
+}
+
+void Ds4BlockRunner::attn_output(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n) {
+    const int64_t E = hp_.n_embd, HC = hp_.n_hc, H = hp_.n_head, D = hp_.head_dim;
+    {
+        // Grouped output: z_g = W_oa[g] (heads of group g), y = W_ob z.
+        PhaseScope ps(clock_, Phase::attn_out);
+        const int64_t G = hp_.o_groups, R = hp_.o_lora_rank, group_in = H * D / G;
+        for (int64_t g = 0; g < G; ++g) {
+            be_.matmul(lw.attn_output_a, g * R, R, a.O + g * group_in, H * D, (int)n, a.z + g * R, G * R);
+        }
+        be_.matmul(lw.attn_output_b, 0, E, a.z, G * R, (int)n, a.y, E);
+    }
+    PhaseScope ps(clock_, Phase::hc_post);
+    be_.hc_post(a.y, a.X, n, HC, E, a.split, a.X2);
+    std::swap(a.X, a.X2);
+}
+
+void Ds4BlockRunner::ffn(const Ds4LayerWeights& lw, int64_t il, Ds4Activations& a, int64_t n) {
+    const int64_t E = hp_.n_embd, HC = hp_.n_hc, NX = hp_.n_expert, K = hp_.n_expert_used;
+    {
+        PhaseScope ps(clock_, Phase::hc_pre);
+        be_.hc_pre(a.X, n, HC, E, lw.hc_ffn_fn, lw.hc_ffn_scale, lw.hc_ffn_base, hp_.sinkhorn_iters, hp_.hc_eps,
+                   hp_.rms_eps, a.h, a.split);
+    }
+    {
+        PhaseScope ps(clock_, Phase::router);
+        be_.rms_norm(a.h, &lw.ffn_norm, E, n, hp_.rms_eps, a.h);
+        be_.matmul(lw.ffn_gate_inp, 0, NX, a.h, E, (int)n, a.gl, NX);
+        RouteParams rp;
+        rp.n_expert = NX;
+        rp.n_used = K;
+        rp.hash_table = il < hp_.n_hash_layers ? &lw.ffn_gate_tid2eid : nullptr;
+        rp.bias = il < hp_.n_hash_layers ? nullptr : &lw.exp_probs_b;
+        rp.normalise = hp_.expert_weights_norm;
+        rp.scale = hp_.expert_weights_scale;
+        be_.route(a.gl, a.tokens, n, rp, a.experts, a.ew);
+    }
+    {
+        PhaseScope ps(clock_, Phase::moe);
+        be_.moe(lw.ffn, a.h, n, a.experts, a.ew, K, hp_.swiglu_clamp_exp[(size_t)il], hp_.swiglu_clamp_shexp[(size_t)il],
+                a.y);
+    }
+    PhaseScope ps(clock_, Phase::hc_post);
+    be_.hc_post(a.y, a.X, n, HC, E, a.split, a.X2);
+    std::swap(a.X, a.X2);
+}
+
+void Ds4BlockRunner::capture(const Ds4Activations& a, int64_t n, Dev<float> out, int64_t ldo) {
+    be_.hc_mean(a.X, n, hp_.n_hc, hp_.n_embd, out, ldo);
+}
+
+void Ds4BlockRunner::head(const Ds4Weights& w, Dev<const float> X, Ds4Activations& a, int64_t m, Dev<float> logits) {
+    PhaseScope ps(clock_, Phase::head);
+    const int64_t E = hp_.n_embd;
+    be_.hc_head(X, m, hp_.n_hc, E, w.output_hc_fn, w.output_hc_scale, w.output_hc_base, hp_.hc_eps, hp_.rms_eps, a.e);
+    be_.rms_norm(a.e, &w.output_norm, E, m, hp_.rms_eps, a.e);
+    be_.matmul(w.output, 0, hp_.n_vocab, a.e, E, (int)m, logits, hp_.n_vocab);
+}
+
+}  // namespace ds4
