@@ -129,15 +129,15 @@ public:
                   Dev<float> y) override {
         const float* wf = nullptr;
         if (w) {
-            if (w->n_in() != n || w->n_rows() != 1) {
-                throw ArgumentError(DS4_GPU_WHO ": rms_norm: weight '" + w->name + "' has " +
-                                    std::to_string(w->n_elements()) + " values for rows of " + std::to_string(n));
+            if (!w->vector || w->n_elements() != n) {
+                throw ArgumentError(DS4_GPU_WHO ": rms_norm: weight '" + w->name + "' is not a vector view of " +
+                                    std::to_string(n) + " values (" + std::to_string(w->n_elements()) + ")");
             }
             wf = weights().get(*w, "rms_norm").f32;
             if (!wf) {
                 throw UnsupportedError(DS4_GPU_WHO ": operation 'rms_norm' is not implemented yet for weight '" +
                                        w->name + "' of ggml type " + std::to_string(w->type) +
-                                       " (float copies exist for F32, F16 and BF16 vectors)");
+                                       " (float copies are made of F32, F16 and BF16 vectors)");
             }
         }
         gpu::launch_rms_norm(x.get(), wf, n, n_rows, eps, y.get(), stream_);

@@ -20,14 +20,15 @@ constexpr uint32_t kTypeF32 = 0, kTypeF16 = 1, kTypeBF16 = 30;
 
 uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
+// The model marks its small weight-like tables (WeightView::vector); those in a float
+// format get a float copy (other formats: an error naming the tensor when used).
 bool wants_float_copy(const WeightView& v) {
-    return v.present() && v.n_rows() == 1 && v.n_in() <= kMaxVectorCopy &&
-           (v.type == kTypeF32 || v.type == kTypeF16 || v.type == kTypeBF16);
+    return v.present() && v.vector && (v.type == kTypeF32 || v.type == kTypeF16 || v.type == kTypeBF16);
 }
 
 std::vector<float> to_floats(const WeightView& v) {
-    std::vector<float> out((size_t)v.n_in());
-    for (int64_t i = 0; i < v.n_in(); ++i) {
+    std::vector<float> out((size_t)v.n_elements());
+    for (int64_t i = 0; i < v.n_elements(); ++i) {
         if (v.type == kTypeF32) {
             std::memcpy(&out[(size_t)i], v.data + 4 * i, 4);
         } else {
@@ -70,7 +71,7 @@ void WeightStore::bind(const WeightTable& table, void* stream) {
         total = align_up(total + v.bytes());
         if (wants_float_copy(v)) {
             off_f32[i] = total;
-            total = align_up(total + 4 * (uint64_t)v.n_in());
+            total = align_up(total + 4 * (uint64_t)v.n_elements());
         }
     }
     size_t free_b = 0, total_b = 0;
@@ -96,7 +97,7 @@ void WeightStore::bind(const WeightTable& table, void* stream) {
         if (wants_float_copy(v)) {
             staged.push_back(to_floats(v));
             dw.f32 = reinterpret_cast<const float*>(base + off_f32[i]);
-            gpu_check(DS4_GPU_RT(MemcpyAsync)(base + off_f32[i], staged.back().data(), 4 * (size_t)v.n_in(),
+            gpu_check(DS4_GPU_RT(MemcpyAsync)(base + off_f32[i], staged.back().data(), 4 * (size_t)v.n_elements(),
                                               ds4GpuMemcpyHostToDevice, s),
                       DS4_GPU_RT_PREFIX "MemcpyAsync", "float copy of '" + v.name + "'");
         }

@@ -1,7 +1,8 @@
 // The GPU backend's copy of a model's weight table (Backend::bind_weights): every
 // view's bytes uploaded once, as they are in the file (quantised types stay
-// quantised), into one device allocation, plus float copies of the small 1-D
-// vectors (norm weights) that element-wise kernels read. Views are found by id;
+// quantised), into one device allocation, plus float copies of the small
+// weight-like tables the model marks (WeightView::vector: norms, biases, sinks,
+// HC scale/base, APE) that element-wise kernels read. Views are found by id;
 // a view must be the one bound under its id (same data pointer), so a view from
 // another model's table is refused instead of silently reading the wrong tensor.
 // Host-only (plain C++ interface); implemented in gpu_weights.cu.
@@ -18,7 +19,7 @@ namespace gpu {
 struct DeviceWeight {
     const uint8_t* host = nullptr;  // the view's data at bind time (identity check)
     const uint8_t* data = nullptr;  // device copy of its bytes
-    const float* f32 = nullptr;     // device float copy of a small 1-D vector, or null
+    const float* f32 = nullptr;     // device float copy of a vector view (F32/F16/BF16), or null
 };
 
 class WeightStore {
@@ -41,9 +42,6 @@ private:
     void* block_ = nullptr;  // the one device allocation
     uint64_t bytes_ = 0;
 };
-
-// Float copies are made for 1-D views of F32, F16 or BF16 with at most this many values.
-constexpr int64_t kMaxVectorCopy = int64_t(1) << 24;
 
 }  // namespace gpu
 }  // namespace ds4
