@@ -11,6 +11,7 @@ PYBIND11_MODULE(_engine, m) {
     bind_sampling(m);
     bind_model(m);
     bind_pool(m);
+    bind_backend_compare(m);
 
     py::dict build;
     build["gpu_backend"] = DS4KIT_GPU_BACKEND;
