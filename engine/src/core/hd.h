@@ -3,7 +3,10 @@
 // The one definition of the macro; include this rather than spelling it out.
 #pragma once
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
+#if defined(__HIP_CPU_RT__)
+// The HIP-CPU runtime (a test build that runs the GPU code on the host): host code.
+#define DS4_HD
+#elif defined(__CUDACC__) || defined(__HIPCC__)
 #if defined(__HIPCC__) && !defined(__host__)
 // clang HIP without the ROCm headers (-nogpuinc, the device-only CI check): the
 // keywords are clang attributes that no header has defined.

@@ -23,7 +23,7 @@ extern "C" __global__ void ds4_dequant_rocmfp_kernel(uint32_t type, const uint8_
     dst[i] = ds4::rocmfp::element(type, blk, (int)(i & 31));
 }
 
-#if DS4_GPU_HAVE_RUNTIME && !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
+#if DS4_GPU_HOST_CODE
 // Host launcher. Returns 0 on success, -1 for a non-ROCmFP type or a length that
 // is not a whole number of 32-element blocks, else the runtime's error code.
 extern "C" int ds4_gpu_dequant_rocmfp(uint32_t type, const uint8_t* src_dev, float* dst_dev,
@@ -32,13 +32,10 @@ extern "C" int ds4_gpu_dequant_rocmfp(uint32_t type, const uint8_t* src_dev, flo
     if (n_elements == 0) return 0;
     const unsigned threads = 256;
     const unsigned blocks = (unsigned)((n_elements + threads - 1) / threads);
+    ds4_launch(ds4_dequant_rocmfp_kernel, dim3(blocks), dim3(threads), stream, type, src_dev, dst_dev, n_elements);
 #if defined(__HIPCC__)
-    hipLaunchKernelGGL(ds4_dequant_rocmfp_kernel, dim3(blocks), dim3(threads), 0, (hipStream_t)stream,
-                       type, src_dev, dst_dev, n_elements);
     return (int)hipGetLastError();
 #else
-    ds4_dequant_rocmfp_kernel<<<blocks, threads, 0, (cudaStream_t)stream>>>(type, src_dev, dst_dev,
-                                                                            n_elements);
     return (int)cudaGetLastError();
 #endif
 }

@@ -50,7 +50,9 @@ public:
         ds4_gpu_device_prop_t prop{};
         DS4_GPU_CHECK(GetDeviceProperties, &prop, device);
         name_ = std::string(DS4_GPU_KIND_NAME "(") + prop.name;
-#if defined(__HIPCC__)
+#if defined(__HIP_CPU_RT__)
+        name_ += ", HIP-CPU";  // the test runtime: kernels run on the host
+#elif defined(__HIPCC__)
         name_ += std::string(", ") + prop.gcnArchName;
 #endif
         name_ += ")";

@@ -14,7 +14,16 @@
 #pragma once
 #include "core/hd.h"  // __host__ / __device__ without the ROCm headers
 
-#if defined(__HIPCC__)
+#if defined(__HIP_CPU_RT__)
+// HIP-CPU (DS4KIT_GPU=hip-cpu): the header-only HIP runtime that runs kernels on the
+// host, so the backend's code can be tested on a machine without a GPU.
+#define DS4_GPU_HAVE_RUNTIME 1
+__device__ inline unsigned ds4_thread_x() { return threadIdx.x; }
+__device__ inline unsigned ds4_block_x() { return blockIdx.x; }
+__device__ inline unsigned ds4_block_y() { return blockIdx.y; }
+__device__ inline unsigned ds4_block_dim_x() { return blockDim.x; }
+__device__ inline void ds4_sync_block() { __syncthreads(); }
+#elif defined(__HIPCC__)
 // The runtime counts as present when clang pre-included its HIP wrapper (not -nogpuinc)
 // and the ROCm headers exist: ROCm headers lying in /usr/include do not make a
 // -nogpuinc compile a host compile.
@@ -77,4 +86,19 @@ __device__ inline float ds4_fmaf(float a, float b, float c) { return __builtin_f
 #define DS4_GPU_HOST_CODE 1
 #else
 #define DS4_GPU_HOST_CODE 0
+#endif
+
+#if DS4_GPU_HOST_CODE
+// kernel<<<grid, block, 0, stream>>>(args...), or HIP-CPU's launch macro (plain C++ has
+// no <<<>>>). A function pointer, so template kernels need no parentheses in macros.
+template <class... P, class... A>
+inline void ds4_launch(void (*kernel)(P...), dim3 grid, dim3 block, void* stream, A... args) {
+#if defined(__HIP_CPU_RT__)
+    hipLaunchKernelGGL(kernel, grid, block, 0, (hipStream_t)stream, args...);
+#elif defined(__HIPCC__)
+    kernel<<<grid, block, 0, (hipStream_t)stream>>>(args...);
+#else
+    kernel<<<grid, block, 0, (cudaStream_t)stream>>>(args...);
+#endif
+}
 #endif

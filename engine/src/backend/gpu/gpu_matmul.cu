@@ -121,20 +121,18 @@ namespace {
 
 template <int FMT>
 void launch_group(int nc, unsigned groups, const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows,
-                  const float* X, int64_t ldx, int c0, float* Y, int64_t ldy, ds4_gpu_stream_t s) {
+                  const float* X, int64_t ldx, int c0, float* Y, int64_t ldy, void* s) {
     const dim3 grid((unsigned)n_rows, groups);
-    switch (nc) {
-        case 1: ds4_matmul_kernel<1, FMT><<<grid, kThreads, 0, s>>>(W, row_bytes, n, X, ldx, c0, Y, ldy); break;
-        case 2: ds4_matmul_kernel<2, FMT><<<grid, kThreads, 0, s>>>(W, row_bytes, n, X, ldx, c0, Y, ldy); break;
-        case 3: ds4_matmul_kernel<3, FMT><<<grid, kThreads, 0, s>>>(W, row_bytes, n, X, ldx, c0, Y, ldy); break;
-        default: ds4_matmul_kernel<4, FMT><<<grid, kThreads, 0, s>>>(W, row_bytes, n, X, ldx, c0, Y, ldy); break;
-    }
+    void (*k)(const uint8_t*, uint64_t, int64_t, const float*, int64_t, int, float*, int64_t) =
+        nc == 1 ? ds4_matmul_kernel<1, FMT> : nc == 2 ? ds4_matmul_kernel<2, FMT>
+        : nc == 3 ? ds4_matmul_kernel<3, FMT> : ds4_matmul_kernel<4, FMT>;
+    ds4_launch(k, grid, dim3(kThreads), s, W, row_bytes, n, X, ldx, c0, Y, ldy);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
 }
 
 template <int FMT>
 void launch_fmt(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X, int64_t ldx,
-                int ncols, float* Y, int64_t ldy, ds4_gpu_stream_t s) {
+                int ncols, float* Y, int64_t ldy, void* s) {
     const int full = ncols / kCols, rest = ncols % kCols;
     if (full > 0) launch_group<FMT>(kCols, (unsigned)full, W, row_bytes, n, n_rows, X, ldx, 0, Y, ldy, s);
     if (rest > 0) launch_group<FMT>(rest, 1, W, row_bytes, n, n_rows, X, ldx, full * kCols, Y, ldy, s);
@@ -149,7 +147,7 @@ void launch_matmul(RowFormat fmt, const uint8_t* W, uint64_t row_bytes, int64_t 
         throw ArgumentError(DS4_GPU_WHO ": matmul of " + std::to_string(n_rows) + " rows x " +
                             std::to_string(ncols) + " columns exceeds the launch grid");
     }
-    const ds4_gpu_stream_t s = (ds4_gpu_stream_t)stream;
+    void* s = stream;
     switch (fmt) {
         case RowFormat::F32: launch_fmt<kF32>(W, row_bytes, n_in, n_rows, X, ldx, ncols, Y, ldy, s); break;
         case RowFormat::F16: launch_fmt<kF16>(W, row_bytes, n_in, n_rows, X, ldx, ncols, Y, ldy, s); break;

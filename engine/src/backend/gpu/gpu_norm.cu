@@ -57,7 +57,7 @@ void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, 
         throw ArgumentError(DS4_GPU_WHO ": rms_norm of " + std::to_string(n_rows) +
                             " rows exceeds the launch grid");
     }
-    ds4_rms_norm_kernel<<<(unsigned)n_rows, kNormThreads, 0, (ds4_gpu_stream_t)stream>>>(x, w, n, eps, y);
+    ds4_launch(ds4_rms_norm_kernel, dim3((unsigned)n_rows), dim3(kNormThreads), stream, x, w, n, eps, y);
     DS4_GPU_CHECK_LAUNCH("ds4_rms_norm_kernel");
 }
 
@@ -68,7 +68,7 @@ void launch_scale(float* x, int64_t n, double s, void* stream) {
         throw ArgumentError(DS4_GPU_WHO ": scale of " + std::to_string(n) +
                             " values exceeds the launch grid");
     }
-    ds4_scale_kernel<<<(unsigned)blocks, kScaleThreads, 0, (ds4_gpu_stream_t)stream>>>(x, n, s);
+    ds4_launch(ds4_scale_kernel, dim3((unsigned)blocks), dim3(kScaleThreads), stream, x, n, s);
     DS4_GPU_CHECK_LAUNCH("ds4_scale_kernel");
 }
 

@@ -31,7 +31,7 @@ extern "C" __global__ void ds4_numerics_probe_kernel(int op, float* xf, double* 
     }
 }
 
-#if DS4_GPU_HAVE_RUNTIME && !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
+#if DS4_GPU_HOST_CODE
 // Host launcher: 0 on success, -1 for a bad op, else the runtime's error code.
 extern "C" int ds4_gpu_numerics_probe(int op, float* xf_dev, double* xd_dev, int64_t n_rows, int64_t n,
                                       const ds4::RopeSpec* rope, void* stream) {
@@ -40,11 +40,10 @@ extern "C" int ds4_gpu_numerics_probe(int op, float* xf_dev, double* xd_dev, int
     const unsigned threads = 64;
     const unsigned blocks = (unsigned)((n_rows + threads - 1) / threads);
     const ds4::RopeSpec spec = rope ? *rope : ds4::RopeSpec{};
+    ds4_launch(ds4_numerics_probe_kernel, dim3(blocks), dim3(threads), stream, op, xf_dev, xd_dev, n_rows, n, spec);
 #if defined(__HIPCC__)
-    ds4_numerics_probe_kernel<<<blocks, threads, 0, (hipStream_t)stream>>>(op, xf_dev, xd_dev, n_rows, n, spec);
     return (int)hipGetLastError();
 #else
-    ds4_numerics_probe_kernel<<<blocks, threads, 0, (cudaStream_t)stream>>>(op, xf_dev, xd_dev, n_rows, n, spec);
     return (int)cudaGetLastError();
 #endif
 }
