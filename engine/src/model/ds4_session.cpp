@@ -177,16 +177,18 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
     }
     state_->commit(n);
 
-    // Output head on the tokens whose logits are wanted (gathered into X2).
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        if (!want_logits[i]) continue;
-        be.copy(act_.X2 + m * HC * E, act_.X + i * HC * E, HC * E);
-        ++m;
+    // Output head on the tokens whose logits are wanted: all of them (decode, verify) in
+    // place, else the wanted ones gathered into X2 (a prefill block's last token).
+    const int64_t m = std::count(want_logits, want_logits + n, true);
+    if (m > 0 && m < n) {
+        int64_t k = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            if (want_logits[i]) be.copy(act_.X2 + (k++) * HC * E, act_.X + i * HC * E, HC * E);
+        }
     }
     const size_t off = logits.size();
     if (m > 0) {  // a prefill block whose logits nobody reads skips the LM head
-        runner_.head(w, act_.X2, act_, m, logits_buf_->as<float>());
+        runner_.head(w, m == n ? act_.X : act_.X2, act_, m, logits_buf_->as<float>());
         logits.resize(off + (size_t)(m * hp.n_vocab));
         be.download(logits.data() + off, logits_buf_->as<const float>(), m * hp.n_vocab);
     }
