@@ -10,6 +10,8 @@
 // copy for the scalar path (illegal instruction on an old CPU, and FMA
 // contraction breaking the bitwise match).
 #pragma once
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -18,6 +20,24 @@
 
 namespace ds4 {
 namespace {
+
+// fmaf(a, b, c) rounded once, fast without an FMA instruction: a*b is exact in
+// double (48 significant bits, no underflow), so s = a*b + c in double has a single
+// rounding, and rounding s to float is correct unless s landed on a float rounding
+// boundary (half-way between two floats: the 29 bits float drops read 1000...0);
+// results in the float subnormal range (other boundaries) are left to std::fma
+// too, conservatively. Those rare cases, and nan,
+// go to std::fma (the instruction where there is one, else libm's exact software
+// fma). Contraction cannot change s (the product is exact either way).
+inline float fma_f32(float a, float b, float c) {
+#if FLT_EVAL_METHOD == 0
+    const double s = (double)a * (double)b + (double)c;
+    uint64_t u;
+    std::memcpy(&u, &s, 8);
+    if ((u & 0x1FFFFFFFu) != 0x10000000u && (std::fabs(s) >= 0x1p-126 || s == 0.0)) return (float)s;
+#endif
+    return std::fma(a, b, c);
+}
 
 inline uint16_t rd_u16(const uint8_t* p) {
     uint16_t v;
@@ -97,7 +117,9 @@ inline void deq_rocmfp(const uint8_t* b, float* y) {
 
 // Q2_K: { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin }. Element e: sub-block e/16
 // (scale low nibble, min high nibble); 2-bit code from qs[(e/128)*32 + e%32] at
-// shift 2*((e%128)/32). Value = (d*sc)*q - (dmin*m).
+// shift 2*((e%128)/32). Value = (d*sc)*q - (dmin*m), rounded after the multiply
+// like gguf-py; Fused rounds once (an fma), as the dot kernels' weights (below).
+template <bool Fused = false>
 inline void deq_q2_k(const uint8_t* b, float* y) {
     const float d = fp16_to_f32(rd_u16(b + 80));
     const float dmin = fp16_to_f32(rd_u16(b + 82));
@@ -107,7 +129,7 @@ inline void deq_q2_k(const uint8_t* b, float* y) {
         for (int t = 0; t < 16; ++t) {
             const int e = s * 16 + t;
             const int q = (b[16 + (e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-            y[e] = dl * (float)q - ml;
+            y[e] = Fused ? fma_f32(dl, (float)q, -ml) : dl * (float)q - ml;
         }
     }
 }
@@ -124,7 +146,8 @@ inline void q4_k_scale_min(const uint8_t* sc, int k, int* scale, int* min) {
 }
 
 // Q4_K: { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] }. Sub-block k of 32:
-// nibble (k&1) of qs[(k/2)*32 + l]. Value = (d*sc)*q - (dmin*m).
+// nibble (k&1) of qs[(k/2)*32 + l]. Value = (d*sc)*q - (dmin*m); Fused as Q2_K.
+template <bool Fused = false>
 inline void deq_q4_k(const uint8_t* b, float* y) {
     const float d = fp16_to_f32(rd_u16(b));
     const float dmin = fp16_to_f32(rd_u16(b + 2));
@@ -136,7 +159,8 @@ inline void deq_q4_k(const uint8_t* b, float* y) {
         const float ml = dmin * (float)m;
         const int shift = 4 * (k & 1);
         for (int l = 0; l < 32; ++l) {
-            y[k * 32 + l] = dl * (float)((qs[(k / 2) * 32 + l] >> shift) & 0x0F) - ml;
+            const float q = (float)((qs[(k / 2) * 32 + l] >> shift) & 0x0F);
+            y[k * 32 + l] = Fused ? fma_f32(dl, q, -ml) : dl * q - ml;
         }
     }
 }
@@ -184,8 +208,8 @@ inline BlockDequant block_dequant_for(uint32_t id) {
         case 30: return deq_bf16;
         case 8: return deq_q8_0;
         case 2: return deq_q4_0;
-        case 12: return deq_q4_k;
-        case 10: return deq_q2_k;
+        case 12: return deq_q4_k<false>;
+        case 10: return deq_q2_k<false>;
         case 16: return deq_iq2_xxs;
         case 39: return deq_mxfp4;
         case 100: return deq_rocmfp<100>;
@@ -195,6 +219,17 @@ inline BlockDequant block_dequant_for(uint32_t id) {
         case 104: return deq_rocmfp<104>;
         case 107: return deq_rocmfp<107>;
         default: return nullptr;
+    }
+}
+
+// The weights the dot kernels multiply, at every dispatch level: the dequantised
+// values above, except Q2_K / Q4_K, whose d*q - m every SIMD decoder fuses (one
+// rounding). They may differ from gguf-py's in the last bit; dequantize_row does not.
+inline BlockDequant block_dot_decoder_for(uint32_t id) {
+    switch (id) {
+        case 12: return deq_q4_k<true>;
+        case 10: return deq_q2_k<true>;
+        default: return block_dequant_for(id);
     }
 }
 
