@@ -21,22 +21,34 @@
 namespace ds4 {
 namespace {
 
-// fmaf(a, b, c) rounded once, fast without an FMA instruction: a*b is exact in
-// double (48 significant bits, no underflow), so s = a*b + c in double has a single
-// rounding, and rounding s to float is correct unless s landed on a float rounding
-// boundary (half-way between two floats: the 29 bits float drops read 1000...0);
-// results in the float subnormal range (other boundaries) are left to std::fma
-// too, conservatively. Those rare cases, and nan,
-// go to std::fma (the instruction where there is one, else libm's exact software
-// fma). Contraction cannot change s (the product is exact either way).
+// fmaf(a, b, c) with one rounding, from double arithmetic (no FMA instruction or
+// libm call needed): a*b is exact in double (48 significant bits, no underflow), so
+// s = a*b + c has a single rounding, and rounding s to float rounds the exact sum
+// unless s sits half-way between two floats (the 29 bits float drops read
+// 1000...0) or in the float subnormal range. Those cases (common with few-bit
+// operands, but then usually exact) round s to odd first: if s was inexact and its
+// last bit is even, one ulp toward the exact sum, whose side TwoSum gives. A sum
+// rounded to odd with 53 >= 24 + 2 bits rounds to float exactly as the exact sum
+// does (Boldo & Melquiond 2008). inf/nan give (float)s, as an FMA does.
 inline float fma_f32(float a, float b, float c) {
-#if FLT_EVAL_METHOD == 0
-    const double s = (double)a * (double)b + (double)c;
+#if FLT_EVAL_METHOD == 0  // no x87 excess precision
+    const double p = (double)a * (double)b, z = c;
+    double s = p + z;
     uint64_t u;
     std::memcpy(&u, &s, 8);
-    if ((u & 0x1FFFFFFFu) != 0x10000000u && (std::fabs(s) >= 0x1p-126 || s == 0.0)) return (float)s;
-#endif
+    const uint64_t mag = u & 0x7FFFFFFFFFFFFFFFull;
+    const bool normal = mag >= 0x3810000000000000ull && mag < 0x7FF0000000000000ull;  // 2^-126 <= |s| < inf
+    if ((u & 0x1FFFFFFFu) != 0x10000000u && (normal || mag == 0)) return (float)s;
+    const double zz = s - p;
+    const double err = (p - (s - zz)) + (z - zz);  // p + z - s exactly (Knuth's TwoSum); nan for inf/nan
+    if ((err > 0 || err < 0) && (u & 1) == 0) {
+        u += ((err > 0) == (s > 0)) ? 1 : ~uint64_t(0);  // one ulp up or down in magnitude
+        std::memcpy(&s, &u, 8);
+    }
+    return (float)s;
+#else
     return std::fma(a, b, c);
+#endif
 }
 
 inline uint16_t rd_u16(const uint8_t* p) {

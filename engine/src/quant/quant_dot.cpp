@@ -10,8 +10,8 @@
 //
 // FP contraction is switched off for this file: the dequantisers must round
 // after every multiply like gguf-py's numpy code (a fused d*q - m would differ
-// in the last bit), and the dot's own fmas are explicit (exact single roundings,
-// fma_f32 of dequant_blocks.h: double arithmetic, std::fma in the rare hard cases).
+// in the last bit), and the dot's own fmas are explicit (fma_f32 of
+// dequant_blocks.h: one rounding, from double arithmetic).
 // Clang contracts by default; GCC only where the target has FMA (aarch64, or
 // -mfma), which the portable x86-64 build never enables here.
 #if defined(__clang__)
