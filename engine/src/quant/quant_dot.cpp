@@ -13,7 +13,8 @@
 // in the last bit), and the dot's own fmas are explicit (fma_f32 of
 // dequant_blocks.h: one rounding, from double arithmetic).
 // Clang contracts by default; GCC only where the target has FMA (aarch64, or
-// -mfma), which the portable x86-64 build never enables here.
+// -mfma), which the portable x86-64 build never enables here. (engine/CMakeLists
+// also passes -ffp-contract=off; the pragma keeps this file right on its own.)
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #elif defined(__GNUC__) && (defined(__FP_FAST_FMAF) || defined(__FMA__))
