@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "common/error.h"
 #include "model/ds4_model.h"
+#include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/cpu_numerics.h"
 #include "model/ds4_session.h"
 
@@ -78,6 +79,52 @@ py::dict hparams_dict(const ds4::Ds4Hparams& hp) {
 }  // namespace
 
 using F32In = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using F64In = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// Key rows of a (T, n) float32 array as the row pointers the attention kernels take.
+static std::vector<const float*> key_rows(const F32In& keys, int64_t n) {
+    if (keys.ndim() != 2 || keys.shape(1) != n) throw ds4::ArgumentError("keys must be (T, n) with n the query size");
+    std::vector<const float*> rows((size_t)keys.shape(0));
+    for (size_t t = 0; t < rows.size(); ++t) rows[t] = keys.data() + (int64_t)t * n;
+    return rows;
+}
+
+// The attention kernels this process dispatched to (attn_kernels.h), so tests can
+// compare their bits across DS4KIT_CPU_FEATURES levels.
+static void bind_attn_kernels(py::module_& m) {
+    m.def("_attn_kernels_name", []() { return std::string(ds4::attn_kernels().name); });
+    m.def("_attn_dot", [](const F64In& q, const F32In& k) {
+        if (q.ndim() != 1 || k.ndim() != 1 || q.size() != k.size()) throw ds4::ArgumentError("q and k: same length");
+        return ds4::attn_kernels().dot(q.data(), k.data(), q.size());
+    });
+    m.def("_attn_weighted_sum", [](const F64In& e, const F32In& keys) {
+        if (e.ndim() != 1 || keys.ndim() != 2 || keys.shape(0) != e.size()) throw ds4::ArgumentError("e: one weight per key");
+        const int64_t n = keys.shape(1);
+        const auto rows = key_rows(keys, n);
+        py::array_t<double> o(n);
+        ds4::attn_kernels().weighted_sum(e.data(), rows.data(), e.size(), n, o.mutable_data());
+        return o;
+    });
+    m.def("_attn_scores4", [](const F64In& q, const F32In& keys) {  // q (nh <= 4, n) -> (nh, T)
+        if (q.ndim() != 2 || q.shape(0) < 1 || q.shape(0) > 4) throw ds4::ArgumentError("q must be (1..4, n)");
+        const int64_t nh = q.shape(0), n = q.shape(1);
+        const auto rows = key_rows(keys, n);
+        const int64_t T = (int64_t)rows.size();
+        py::array_t<double> s({(py::ssize_t)nh, (py::ssize_t)T});
+        ds4::attn_kernels().scores4(q.data(), (int)nh, rows.data(), T, n, s.mutable_data());
+        return s;
+    });
+    m.def("_attn_weighted_sums4", [](const F64In& e, const F32In& keys) {  // e (nh <= 4, T) -> (nh, n)
+        if (e.ndim() != 2 || e.shape(0) < 1 || e.shape(0) > 4 || keys.ndim() != 2 || keys.shape(0) != e.shape(1)) {
+            throw ds4::ArgumentError("e must be (1..4, T) for T keys");
+        }
+        const int64_t nh = e.shape(0), T = e.shape(1), n = keys.shape(1);
+        const auto rows = key_rows(keys, n);
+        py::array_t<double> o({(py::ssize_t)nh, (py::ssize_t)n});
+        ds4::attn_kernels().weighted_sums4(e.data(), (int)nh, rows.data(), T, n, o.mutable_data());
+        return o;
+    });
+}
 
 // The CPU backend's scalar numerics, exposed (underscore names) so tests can check them
 // element by element against the float64 reference and numpy.
@@ -121,6 +168,7 @@ static void bind_numerics(py::module_& m) {
         r.beta_slow = beta_slow;
         return ds4::rope_angles(pos, r);
     });
+    bind_attn_kernels(m);
 }
 
 void bind_model(py::module_& m) {

@@ -146,6 +146,18 @@ void bind_quant(py::module_& m) {
         },
         "Every quant type id the engine knows, in id order.");
 
+    m.def(
+        "_fma_f32",
+        [](const F32Array& a, const F32Array& b, const F32Array& c) {
+            if (a.ndim() != 1 || b.size() != a.size() || c.size() != a.size()) {
+                throw ds4::ArgumentError("a, b and c must be 1-D and of one length");
+            }
+            py::array_t<float> out(a.size());
+            ds4::detail::fma_f32_array(a.data(), b.data(), c.data(), out.mutable_data(), a.size());
+            return out;
+        },
+        "fma(a, b, c) per element through the portable dot kernels' fma (for tests).");
+
     m.def("quant_dispatch", &ds4::quant_dispatch_name,
           "Dot-product implementation in use: 'avx2' or 'scalar' (DS4KIT_CPU_FEATURES caps it).");
 }

@@ -10,6 +10,8 @@
 // copy for the scalar path (illegal instruction on an old CPU, and FMA
 // contraction breaking the bitwise match).
 #pragma once
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -18,6 +20,36 @@
 
 namespace ds4 {
 namespace {
+
+// fmaf(a, b, c) with one rounding, from double arithmetic (no FMA instruction or
+// libm call needed): a*b is exact in double (48 significant bits, no underflow), so
+// s = a*b + c has a single rounding, and rounding s to float rounds the exact sum
+// unless s sits half-way between two floats (the 29 bits float drops read
+// 1000...0) or in the float subnormal range. Those cases (common with few-bit
+// operands, but then usually exact) round s to odd first: if s was inexact and its
+// last bit is even, one ulp toward the exact sum, whose side TwoSum gives. A sum
+// rounded to odd with 53 >= 24 + 2 bits rounds to float exactly as the exact sum
+// does (Boldo & Melquiond 2008). inf/nan give (float)s, as an FMA does.
+inline float fma_f32(float a, float b, float c) {
+#if FLT_EVAL_METHOD == 0  // no x87 excess precision
+    const double p = (double)a * (double)b, z = c;
+    double s = p + z;
+    uint64_t u;
+    std::memcpy(&u, &s, 8);
+    const uint64_t mag = u & 0x7FFFFFFFFFFFFFFFull;
+    const bool normal = mag >= 0x3810000000000000ull && mag < 0x7FF0000000000000ull;  // 2^-126 <= |s| < inf
+    if ((u & 0x1FFFFFFFu) != 0x10000000u && (normal || mag == 0)) return (float)s;
+    const double zz = s - p;
+    const double err = (p - (s - zz)) + (z - zz);  // p + z - s exactly (Knuth's TwoSum); nan for inf/nan
+    if ((err > 0 || err < 0) && (u & 1) == 0) {
+        u += ((err > 0) == (s > 0)) ? 1 : ~uint64_t(0);  // one ulp up or down in magnitude
+        std::memcpy(&s, &u, 8);
+    }
+    return (float)s;
+#else
+    return std::fma(a, b, c);
+#endif
+}
 
 inline uint16_t rd_u16(const uint8_t* p) {
     uint16_t v;
@@ -97,7 +129,9 @@ inline void deq_rocmfp(const uint8_t* b, float* y) {
 
 // Q2_K: { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin }. Element e: sub-block e/16
 // (scale low nibble, min high nibble); 2-bit code from qs[(e/128)*32 + e%32] at
-// shift 2*((e%128)/32). Value = (d*sc)*q - (dmin*m).
+// shift 2*((e%128)/32). Value = (d*sc)*q - (dmin*m), rounded after the multiply
+// like gguf-py; Fused rounds once (an fma), as the dot kernels' weights (below).
+template <bool Fused = false>
 inline void deq_q2_k(const uint8_t* b, float* y) {
     const float d = fp16_to_f32(rd_u16(b + 80));
     const float dmin = fp16_to_f32(rd_u16(b + 82));
@@ -107,7 +141,7 @@ inline void deq_q2_k(const uint8_t* b, float* y) {
         for (int t = 0; t < 16; ++t) {
             const int e = s * 16 + t;
             const int q = (b[16 + (e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-            y[e] = dl * (float)q - ml;
+            y[e] = Fused ? fma_f32(dl, (float)q, -ml) : dl * (float)q - ml;
         }
     }
 }
@@ -124,7 +158,8 @@ inline void q4_k_scale_min(const uint8_t* sc, int k, int* scale, int* min) {
 }
 
 // Q4_K: { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] }. Sub-block k of 32:
-// nibble (k&1) of qs[(k/2)*32 + l]. Value = (d*sc)*q - (dmin*m).
+// nibble (k&1) of qs[(k/2)*32 + l]. Value = (d*sc)*q - (dmin*m); Fused as Q2_K.
+template <bool Fused = false>
 inline void deq_q4_k(const uint8_t* b, float* y) {
     const float d = fp16_to_f32(rd_u16(b));
     const float dmin = fp16_to_f32(rd_u16(b + 2));
@@ -136,7 +171,8 @@ inline void deq_q4_k(const uint8_t* b, float* y) {
         const float ml = dmin * (float)m;
         const int shift = 4 * (k & 1);
         for (int l = 0; l < 32; ++l) {
-            y[k * 32 + l] = dl * (float)((qs[(k / 2) * 32 + l] >> shift) & 0x0F) - ml;
+            const float q = (float)((qs[(k / 2) * 32 + l] >> shift) & 0x0F);
+            y[k * 32 + l] = Fused ? fma_f32(dl, q, -ml) : dl * q - ml;
         }
     }
 }
@@ -184,8 +220,8 @@ inline BlockDequant block_dequant_for(uint32_t id) {
         case 30: return deq_bf16;
         case 8: return deq_q8_0;
         case 2: return deq_q4_0;
-        case 12: return deq_q4_k;
-        case 10: return deq_q2_k;
+        case 12: return deq_q4_k<false>;
+        case 10: return deq_q2_k<false>;
         case 16: return deq_iq2_xxs;
         case 39: return deq_mxfp4;
         case 100: return deq_rocmfp<100>;
@@ -195,6 +231,17 @@ inline BlockDequant block_dequant_for(uint32_t id) {
         case 104: return deq_rocmfp<104>;
         case 107: return deq_rocmfp<107>;
         default: return nullptr;
+    }
+}
+
+// The weights the dot kernels multiply, at every dispatch level: the dequantised
+// values above, except Q2_K / Q4_K, whose d*q - m every SIMD decoder fuses (one
+// rounding). They may differ from gguf-py's in the last bit; dequantize_row does not.
+inline BlockDequant block_dot_decoder_for(uint32_t id) {
+    switch (id) {
+        case 12: return deq_q4_k<true>;
+        case 10: return deq_q2_k<true>;
+        default: return block_dequant_for(id);
     }
 }
 

@@ -1,9 +1,20 @@
 // Portable (scalar) quant kernels, argument checks and run-time dispatch.
 //
+// The scalar dot is the reference of the canonical reduction order (quant_dot.h):
+// per column, 16 float lanes, element j of each whole 16-element step into lane
+// j % 16 as lane = fma(w, x, lane); then, if 8 elements remain, one more step into
+// lanes 0..7; the last < 8 elements fma'd in order into a scalar tail t (from +0);
+// finally u_l = (a_l + a_{8+l}) + (a_{4+l} + a_{12+l}) for l < 4 and
+// result = ((u_0 + u_2) + (u_1 + u_3)) + t. The AVX2 kernel is this with two 8-lane
+// registers, AVX-512 with one 16-lane register; the bits of every level are these.
+//
 // FP contraction is switched off for this file: the dequantisers must round
 // after every multiply like gguf-py's numpy code (a fused d*q - m would differ
-// in the last bit). Clang contracts by default; GCC only where the target has
-// FMA (aarch64, or -mfma), which the portable x86-64 build never enables here.
+// in the last bit), and the dot's own fmas are explicit (fma_f32 of
+// dequant_blocks.h: one rounding, from double arithmetic).
+// Clang contracts by default; GCC only where the target has FMA (aarch64, or
+// -mfma), which the portable x86-64 build never enables here. (engine/CMakeLists
+// also passes -ffp-contract=off; the pragma keeps this file right on its own.)
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #elif defined(__GNUC__) && (defined(__FP_FAST_FMAF) || defined(__FMA__))
@@ -73,8 +84,36 @@ void dequantize_row(uint32_t type, const void* row, float* y, int64_t n, const c
 
 namespace detail {
 
-// Scalar dot: float products are exact in double, so accumulating in double in
-// element order is both accurate and independent of how columns are grouped.
+namespace {
+
+// One column's accumulators in the canonical order (top of the file).
+struct Lanes16 {
+    float a[16] = {};
+    float tail = 0.0f;
+
+    // w, x: the next len elements of the row; every call but the last has len % 16 == 0
+    // (spans are whole blocks or kFloatSpan), so lane l always holds elements j % 16 == l.
+    void add(const float* w, const float* x, int len) {
+        int j = 0;
+        for (; j + 16 <= len; j += 16) {
+            for (int l = 0; l < 16; ++l) a[l] = fma_f32(w[j + l], x[j + l], a[l]);
+        }
+        if (j + 8 <= len) {
+            for (int l = 0; l < 8; ++l) a[l] = fma_f32(w[j + l], x[j + l], a[l]);
+            j += 8;
+        }
+        for (; j < len; ++j) tail = fma_f32(w[j], x[j], tail);
+    }
+    float sum() const {
+        float u[4];
+        for (int l = 0; l < 4; ++l) u[l] = (a[l] + a[8 + l]) + (a[4 + l] + a[12 + l]);
+        return ((u[0] + u[2]) + (u[1] + u[3])) + tail;
+    }
+};
+
+}  // namespace
+
+// Each span is dequantised once per group of kCols columns.
 void dot_cols_scalar(uint32_t type, const uint8_t* row, const float* X, int64_t ldx, int ncols, float* out,
                      int64_t n) {
     const RowSpans spans(type, n);
@@ -82,19 +121,18 @@ void dot_cols_scalar(uint32_t type, const uint8_t* row, const float* X, int64_t 
     constexpr int kCols = 8;
     for (int c0 = 0; c0 < ncols; c0 += kCols) {
         const int nc = std::min(kCols, ncols - c0);
-        double acc[kCols] = {0, 0, 0, 0, 0, 0, 0, 0};
+        Lanes16 acc[kCols];
         for (int64_t s = 0; s < spans.count(); ++s) {
             const int64_t start = spans.start(s);
             const int len = spans.dequant(row, s, tmp);
-            for (int c = 0; c < nc; ++c) {
-                const float* x = X + (int64_t)(c0 + c) * ldx + start;
-                double a = acc[c];
-                for (int j = 0; j < len; ++j) a += (double)tmp[j] * (double)x[j];
-                acc[c] = a;
-            }
+            for (int c = 0; c < nc; ++c) acc[c].add(tmp, X + (int64_t)(c0 + c) * ldx + start, len);
         }
-        for (int c = 0; c < nc; ++c) out[c0 + c] = (float)acc[c];
+        for (int c = 0; c < nc; ++c) out[c0 + c] = acc[c].sum();
     }
+}
+
+void fma_f32_array(const float* a, const float* b, const float* c, float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = fma_f32(a[i], b[i], c[i]);
 }
 
 }  // namespace detail

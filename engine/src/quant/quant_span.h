@@ -2,7 +2,8 @@
 // block of a quantised type (32 or 256 elements), or 64 elements of a float type
 // (F32/F16/BF16 rows need not be a multiple of anything; the last span is
 // shorter). Span boundaries depend only on the type and n, which keeps every
-// kernel's reduction order independent of how many columns it serves.
+// kernel's reduction order independent of how many columns it serves. Spans
+// hold the dot kernels' weights (block_dot_decoder_for).
 // Internal linkage for the same reason as dequant_blocks.h.
 #pragma once
 #include <cstdint>
@@ -18,7 +19,7 @@ constexpr int kFloatSpan = 64;
 
 class RowSpans {
 public:
-    RowSpans(uint32_t type, int64_t n) : n_(n), deq_(block_dequant_for(type)) {
+    RowSpans(uint32_t type, int64_t n) : n_(n), deq_(block_dot_decoder_for(type)) {
         const QTypeTraits* t = qtype_traits(type);
         block_ = t->block_size;
         bytes_ = t->type_size;

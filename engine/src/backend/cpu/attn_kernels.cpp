@@ -1,5 +1,9 @@
-// Portable attention kernels (the reference order of attn_kernels.h) and dispatch.
+// Portable attention kernels (the plain statement of attn_kernels.h's order) and
+// dispatch. std::fma is the hardware instruction through libm where the CPU has one
+// (else libm's exact software fma): the same single rounding as the SIMD kernels.
 #include "backend/cpu/attn_kernels.h"
+
+#include <cmath>
 
 #include "common/cpu_features.h"
 
@@ -11,12 +15,12 @@ double dot_scalar(const double* q, const float* k, int64_t n) {
     const int64_t n16 = n - n % 16;
     double a[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int64_t i = 0; i < n16; i += 16) {
-        for (int l = 0; l < 16; ++l) a[l] += q[i + l] * (double)k[i + l];
+        for (int l = 0; l < 16; ++l) a[l] = std::fma(q[i + l], (double)k[i + l], a[l]);
     }
     double s[4];
     for (int l = 0; l < 4; ++l) s[l] = (a[l] + a[4 + l]) + (a[8 + l] + a[12 + l]);
     double r = (s[0] + s[1]) + (s[2] + s[3]);
-    for (int64_t i = n16; i < n; ++i) r += q[i] * (double)k[i];
+    for (int64_t i = n16; i < n; ++i) r = std::fma(q[i], (double)k[i], r);
     return r;
 }
 
@@ -24,7 +28,7 @@ void weighted_sum_scalar(const double* e, const float* const* rows, int64_t T, i
     for (int64_t i = 0; i < n; ++i) o[i] = 0.0;
     for (int64_t t = 0; t < T; ++t) {
         const float* k = rows[t];
-        for (int64_t i = 0; i < n; ++i) o[i] += e[t] * (double)k[i];
+        for (int64_t i = 0; i < n; ++i) o[i] = std::fma(e[t], (double)k[i], o[i]);
     }
 }
 

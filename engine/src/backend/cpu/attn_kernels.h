@@ -4,15 +4,16 @@
 // selected compressed rows are not contiguous. Chosen once per process:
 // avx512 / avx2 when the CPU has them, else portable.
 //
-// dot order: element i (i < n16 = n - n % 16) goes to lane i % 16, each lane in
-// element order; lanes combine as s_l = (a_l + a_{4+l}) + (a_{8+l} + a_{12+l}),
-// then (s_0 + s_1) + (s_2 + s_3); the last n % 16 elements are added after, in order.
-// A float*float product is exact in double, so FMA and multiply+add agree and the
-// dot gives the same bits on every level.
-// weighted sum: o[i] sums the keys t = 0..T-1 in order from 0. The portable
-// kernel rounds e*k and the sum separately, the SIMD ones fuse them (e is not a
-// float), so portable and SIMD levels may differ in the last bit; avx2 and
-// avx512 agree. Each level is deterministic and independent of the head grouping.
+// The bits (the definition every level follows: portable, AVX2, AVX-512, a future
+// NEON one); fma is the single-rounding fused multiply-add, in double:
+// dot: element i (i < n16 = n - n % 16) goes to lane i % 16 as a_l = fma(q, k, a_l),
+// each lane in element order from +0; lanes combine as
+// s_l = (a_l + a_{4+l}) + (a_{8+l} + a_{12+l}), then r = (s_0 + s_1) + (s_2 + s_3);
+// the last n % 16 elements follow in order as r = fma(q, k, r). (With float-valued
+// queries the products are exact in double and fma equals multiply + add.)
+// weighted sum: o[i] = fma(e[t], k_t[i], o[i]) over the keys t = 0..T-1 in order,
+// from o[i] = +0 (e is not a float value: the fma matters).
+// Every level gives these bits, independent of the head grouping.
 #pragma once
 #include <cstdint>
 

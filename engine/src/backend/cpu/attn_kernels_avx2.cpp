@@ -1,7 +1,10 @@
 // AVX2/FMA attention kernels: same bits as the portable ones (see
 // attn_kernels.h): 4 accumulators of 4 double lanes hold lanes 0..15; float keys
-// widen to double in registers (exact).
+// widen to double in registers (exact). The scalar tails say std::fma rather than
+// rely on the compiler contracting a * b + c (it did; now it must).
 #include <immintrin.h>
+
+#include <cmath>
 
 #include "backend/cpu/attn_kernels.h"
 
@@ -24,7 +27,7 @@ double dot_avx2(const double* q, const float* k, int64_t n) {
     alignas(32) double s[4];
     _mm256_store_pd(s, _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
     double r = (s[0] + s[1]) + (s[2] + s[3]);
-    for (int64_t i = n16; i < n; ++i) r += q[i] * (double)k[i];
+    for (int64_t i = n16; i < n; ++i) r = std::fma(q[i], (double)k[i], r);
     return r;
 }
 
@@ -49,7 +52,7 @@ void weighted_sum_avx2(const double* e, const float* const* rows, int64_t T, int
     }
     for (; i < n; ++i) {
         double acc = 0.0;
-        for (int64_t t = 0; t < T; ++t) acc += e[t] * (double)rows[t][i];
+        for (int64_t t = 0; t < T; ++t) acc = std::fma(e[t], (double)rows[t][i], acc);
         o[i] = acc;
     }
 }
