@@ -245,6 +245,8 @@ def run_engines(engines: list[str], spec: dict[str, Any], tests: list[dict[str, 
                         time.sleep(_SWITCH_PAUSE_S)
     finally:
         results = {e: c.close() for e, c in children.items()}
+    for engine in engines:  # only when interrupted before the engine was started
+        results.setdefault(engine, {"status": "not_run", "reason": "interrupted before it started", "reps": []})
     return results
 
 

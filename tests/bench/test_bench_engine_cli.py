@@ -275,3 +275,28 @@ def test_llama_failing_to_load_warns_no_ratio(tmp_path):
     assert r["ratios"] == {} and r["ratio_measured"] is False
     assert [w for w in report["warnings"] if w["code"] == "engine-failed" and "NO ratio" in w["message"]]
     assert {row["engine"] for row in rows} == {"ds4kit"} and "NO RATIO" in out
+
+
+def test_signal_before_any_repetition_still_writes_a_valid_report(tiny_model, tmp_path):
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "ds4kit", "bench", "engine", str(tiny_model), "-p", "16", "-n", "",
+                             "-r", "50", "-t", "1", "--engines", "ds4kit", "--no-progress", "--probe-mb", "64",
+                             "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()  # the first line: the hardware probe starts
+        assert "hardware probe" in line, line
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    validate_report(report, "bench-engine")
+    assert report["status"] == "interrupted"
+    ds4 = report["results"]["engines"]["ds4kit"]
+    logged = (out / "reps.jsonl").read_text().splitlines() if (out / "reps.jsonl").exists() else []
+    assert sum(t["reps"] for t in ds4["tests"].values()) == len(logged) < 50
+    if ds4["status"] == "not_run":
+        assert ds4["tests"] == {} and ds4["reason"]
