@@ -341,6 +341,9 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], sh
                               lambda e: run.add_file(f"log_{e}", f"worker-{e.replace('.', '_')}.log"), bar,
                               on_rep, should_stop)
         interrupted = should_stop()
+        ours = raw.get("ds4kit", {})
+        if ours.get("status") == "ok":  # only the worker loaded the engine: what auto resolved to
+            run.set_target(dict(target.describe(), threads=threads, backend_resolved=ours["info"]["backend"]))
         for engine, res in raw.items():
             if res["status"] == "unavailable":
                 run.warn("llama-cpp-missing", f"{engine} is not available ({res['reason']}): ran without it, "

@@ -199,6 +199,8 @@ def test_engines_ds4kit_only_warns_no_ratio(tiny_model, tmp_path):
     assert r["numerics"]["like_for_like"] is True
     assert report["manifest"]["target"]["numerics"] == {"fp8_kv": False, "indexer_fp4": False}
     assert report["manifest"]["target"]["threads"] == 2
+    assert report["manifest"]["target"]["backend_resolved"] == r["engines"]["ds4kit"]["info"]["backend"]
+    assert report["manifest"]["target"]["backend_resolved"].startswith("cpu")
 
 
 def test_default_numerics_say_llama_cpp_has_neither_rounding(both):
