@@ -71,17 +71,27 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
     config.check()  # before the target is built: a bad flag costs nothing
     target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4)
 
+    streaming = [False]  # text streamed since the last line end
+
     def stream(text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
+        streaming[0] = streaming[0] or bool(text)
 
-    try:
-        path = generate.run(config, target, on_text=None if quiet else stream,
-                            say=lambda m: click.echo(m, err=True))
-    finally:
-        if not quiet:
+    def end_stream() -> None:
+        if streaming[0]:
             sys.stdout.write("\n")
             sys.stdout.flush()
+            streaming[0] = False
+
+    def say(message: str) -> None:
+        end_stream()  # a status line never lands in the middle of the streamed text
+        click.echo(message, err=True)
+
+    try:
+        path = generate.run(config, target, on_text=None if quiet else stream, say=say)
+    finally:
+        end_stream()
     finish_command(path)
 
 
