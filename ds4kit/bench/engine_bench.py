@@ -27,6 +27,7 @@ from typing import Any, Callable
 from ds4kit.bench.engine_runners import ENGINES
 from ds4kit.interrupts import own_process_group
 from ds4kit.reports import start_run
+from ds4kit.targets.options import usable_cpus
 
 FRACTION_DEFINITIONS = {
     "decode": ("tok/s x weight bytes one decoded token reads (ModelFile.bytes_per_decoded_token: dense tensors "
@@ -42,13 +43,6 @@ _TOKEN_HIGH = 100_000     # ... and the added/special tokens at the top of the r
 # Pause when switching engines: lets the idle engine's threads stop spinning (OpenMP waits busy
 # for a while after each parallel region) before the other engine's timer starts.
 _SWITCH_PAUSE_S = 0.05
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (the affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def parse_sizes(text: str, option: str) -> list[int]:
@@ -309,7 +303,7 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], sh
     from ds4kit.bench.progress import RepProgress
 
     engines = list(config.engines)
-    threads = target.options.threads or usable_cpus()
+    threads = target.options.resolved_threads
     model_path = target.path
     numerics = target.options.numerics.as_dict()
 

@@ -27,7 +27,7 @@ class EmbeddedTarget:
         if self._model is None:
             from ds4kit.engine import Model
 
-            self._model = Model.load(self.path, backend=self.options.backend, threads=self.options.threads)
+            self._model = Model.load(self.path, backend=self.options.backend, threads=self.options.resolved_threads)
 
     @property
     def model(self):

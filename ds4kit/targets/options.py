@@ -17,6 +17,13 @@ from ds4kit.errors import ConfigError
 BACKEND_CHOICES = ("auto", "cpu", "cuda", "hip")
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (the affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class Numerics:
     """Roundings the engine applies (D's semantics by default; both off is llama.cpp's)."""
@@ -48,6 +55,12 @@ class TargetOptions:
                 raise ConfigError(f"{path}: model file not found", self.model_flag)
             if not path.is_file():
                 raise ConfigError(f"{path}: not a file", self.model_flag)
+
+    @property
+    def resolved_threads(self) -> int:
+        """The thread count to run with: as given, else every CPU this process may use (a
+        container's or taskset's share, not the whole machine)."""
+        return self.threads or usable_cpus()
 
     def spec(self) -> dict[str, Any]:
         """Plain JSON for a child process that builds the same target (ds4kit.bench.engine_worker)."""

@@ -4,7 +4,11 @@ model fallback is the same for every command."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,6 +60,19 @@ def test_describe_capabilities_and_protocol(tiny_target):
     s.restore(snap)
     assert all(np.array_equal(rows[i], s.decode(t)) for i, t in enumerate(ids[-3:]))
     assert target.detokenize(ids) == PROMPT and target.token_id("<｜end▁of▁sentence｜>") >= 0
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs to pin a child to one")
+def test_default_threads_are_the_cpus_this_process_may_use(tiny_target):
+    # A child pinned to one CPU (as under taskset or a container's quota): one thread, not cpu_count().
+    code = ("from ds4kit.targets import TargetOptions, build_target\n"
+            f"t = build_target(TargetOptions(model={str(tiny_target)!r})); t.load()\n"
+            "print(t.model.threads, t.describe()['threads'])\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1"]
 
 
 def test_capabilities_missing_lists_what_a_job_cannot_measure():
