@@ -27,7 +27,7 @@ from typing import Any, Callable
 from ds4kit.bench.engine_runners import ENGINES
 from ds4kit.interrupts import own_process_group
 from ds4kit.reports import start_run
-from ds4kit.targets.options import usable_cpus
+from ds4kit.engine.model import usable_cpus
 
 FRACTION_DEFINITIONS = {
     "decode": ("tok/s x weight bytes one decoded token reads (ModelFile.bytes_per_decoded_token: dense tensors "

@@ -148,8 +148,10 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
         return GenerationResult(prompt, [], "", "interrupted", "before prefill", 0.0, 0.0, [])
 
     t0 = time.perf_counter()
-    logits = session.prefill(prompt, cfg.prefill_mode)
+    logits = session.prefill(prompt, cfg.prefill_mode, should_stop=stop_requested)
     prefill_s = time.perf_counter() - t0
+    if logits is None:  # stopped between two prefill blocks
+        return GenerationResult(prompt, [], "", "interrupted", "during prefill", prefill_s, 0.0, [])
     sampler = _engine.Sampler(params, int(logits.shape[0]))
 
     history = list(prompt)

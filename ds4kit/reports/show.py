@@ -89,7 +89,7 @@ def view_report(rep: dict[str, Any]) -> ReportView:
     err = rep.get("error")
     if err:
         e = _obj(err)
-        add(f"[red]error[/red] " + escape(f"{_text(e.get('type'))}: {_text(e.get('message'), 2000)}" if e else _text(err)))
+        add("[red]error[/red] " + escape(f"{_text(e.get('type'))}: {_text(e.get('message'), 2000)}" if e else _text(err)))
     if "results" in rep:
         _flatten("", rep["results"], view.rows)
     files = rep.get("files", {})

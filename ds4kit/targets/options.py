@@ -13,15 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ds4kit.errors import ConfigError
-
-BACKEND_CHOICES = ("auto", "cpu", "cuda", "hip")
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (the affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+from ds4kit.engine.model import BACKENDS as BACKEND_CHOICES
+from ds4kit.engine.model import usable_cpus
 
 
 @dataclass(frozen=True)
