@@ -36,10 +36,17 @@ class HashResult:
 
 
 def _load_cache() -> dict:
+    """The cache, or {} when it is missing or damaged (it is only a cache: the file is rehashed)."""
     try:
-        return json.loads(_cache_file().read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        cache = json.loads(_cache_file().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return {}
+    return cache if isinstance(cache, dict) else {}
+
+
+def _valid_entry(entry: object) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and len(entry["sha256"]) == 64
+            and all(c in "0123456789abcdef" for c in entry["sha256"]))
 
 
 def sha256_file(path: str | os.PathLike, progress: Callable[[int, int], None] | None = None) -> HashResult:
@@ -51,7 +58,7 @@ def sha256_file(path: str | os.PathLike, progress: Callable[[int, int], None] | 
         raise FileNotFoundError(f"{path}: cannot stat model file ({exc.strerror})") from exc
     cache = _load_cache()
     entry = cache.get(real)
-    if entry and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns:
+    if _valid_entry(entry) and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns:
         return HashResult(real, st.st_size, st.st_mtime_ns, entry["sha256"], cached=True)
     h = hashlib.sha256()
     done = 0

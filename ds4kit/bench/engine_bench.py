@@ -24,8 +24,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ds4kit.bench.engine_backends import ENGINES
+from ds4kit.bench.engine_runners import ENGINES
+from ds4kit.interrupts import own_process_group
 from ds4kit.reports import start_run
+from ds4kit.engine.model import usable_cpus
 
 FRACTION_DEFINITIONS = {
     "decode": ("tok/s x weight bytes one decoded token reads (ModelFile.bytes_per_decoded_token: dense tensors "
@@ -41,13 +43,6 @@ _TOKEN_HIGH = 100_000     # ... and the added/special tokens at the top of the r
 # Pause when switching engines: lets the idle engine's threads stop spinning (OpenMP waits busy
 # for a while after each parallel region) before the other engine's timer starts.
 _SWITCH_PAUSE_S = 0.05
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (the affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def parse_sizes(text: str, option: str) -> list[int]:
@@ -73,21 +68,6 @@ def parse_engines(text: str) -> list[str]:
     if bad or not engines:
         raise ValueError(f"--engines: unknown engine(s) {bad or text!r}; choose from {', '.join(ENGINES)}")
     return list(dict.fromkeys(engines))
-
-
-def default_model_path(say: Callable[[str], None]) -> Path:
-    """The `medium` synthetic model, written once into the cache like the demo model."""
-    from ds4kit.synth import preset, write_target
-    from ds4kit.synth.demo import SYNTH_FORMAT_VERSION, cache_dir
-
-    path = cache_dir() / "synth" / f"bench-medium-s0-v{SYNTH_FORMAT_VERSION}.gguf"
-    if path.is_file():  # the writer renames a finished temp file into place
-        say(f"no MODEL given: using the cached medium synthetic model {path}")
-        return path
-    say(f"no MODEL given: writing the medium synthetic model once to {path} (about 440 MB)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_target(path, preset("medium"), seed=0)
-    return path
 
 
 # -- model-derived work per token ---------------------------------------------
@@ -137,7 +117,7 @@ def run_hw_probe(threads: int, array_mb: float | None) -> dict[str, Any]:
     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
     cmd = [sys.executable, "-m", "ds4kit.bench.hw_limits", str(threads)] + ([str(array_mb)] if array_mb else [])
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, **own_process_group())
     if out.returncode != 0:
         raise RuntimeError(f"hardware probe failed (exit {out.returncode}): {out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout)
@@ -156,7 +136,7 @@ class EngineChild:
         self._log = open(log_path, "w", encoding="utf-8")
         self._proc = subprocess.Popen([sys.executable, "-m", "ds4kit.bench.engine_worker", self._spec_path],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
-                                      env=_child_env())
+                                      env=_child_env(), **own_process_group())
 
     @property
     def ok(self) -> bool:
@@ -224,12 +204,16 @@ class EngineChild:
 
 
 def run_engines(engines: list[str], spec: dict[str, Any], tests: list[dict[str, Any]], reps: int, delay_s: float,
-                log_path: Callable[[str], Path], bar: Any) -> dict[str, dict[str, Any]]:
+                log_path: Callable[[str], Path], bar: Any, on_rep: Callable[[str, dict[str, Any]], None],
+                should_stop: Callable[[], bool]) -> dict[str, dict[str, Any]]:
     """Loads each engine in its own child, then alternates them repetition by repetition
-    (A B, B A, ...) so that both see the same background load on a shared machine."""
+    (A B, B A, ...) so that both see the same background load on a shared machine. Once
+    should_stop() is true no new repetition starts; the finished ones are kept."""
     children: dict[str, EngineChild] = {}
     try:
         for engine in engines:
+            if should_stop():
+                break
             bar.describe(f"{engine}: loading and warming up")
             child = EngineChild(engine, spec, log_path(engine))
             children[engine] = child
@@ -238,22 +222,32 @@ def run_engines(engines: list[str], spec: dict[str, Any], tests: list[dict[str, 
                 bar.skip(len(tests) * reps)
         for i, test in enumerate(tests):
             if delay_s > 0 and i > 0:  # llama-bench's --delay: a pause before each test
-                time.sleep(delay_s)
+                _sleep_unless(delay_s, should_stop)
             for rep in range(reps):
                 order = engines if rep % 2 == 0 else engines[::-1]
                 for engine in order:
-                    child = children[engine]
-                    if not child.ok:
+                    child = children.get(engine)
+                    if child is None or not child.ok or should_stop():
                         continue
-                    if child.run(test["name"], rep) is None:
+                    ev = child.run(test["name"], rep)
+                    if ev is None:
                         bar.skip(len(tests) * reps - len(child.result["reps"]))
                         continue
+                    on_rep(engine, ev)
                     bar.step(f"{engine}: {test['name']} rep {rep + 1}")
                     if len(children) > 1:
                         time.sleep(_SWITCH_PAUSE_S)
     finally:
         results = {e: c.close() for e, c in children.items()}
+    for engine in engines:  # only when interrupted before the engine was started
+        results.setdefault(engine, {"status": "not_run", "reason": "interrupted before it started", "reps": []})
     return results
+
+
+def _sleep_unless(seconds: float, should_stop: Callable[[], bool]) -> None:
+    end = time.monotonic() + seconds
+    while not should_stop() and time.monotonic() < end:
+        time.sleep(min(0.1, max(0.0, end - time.monotonic())))
 
 
 def best_probe(probes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -301,47 +295,49 @@ def fractions(tests: dict[str, dict[str, Any]], kinds: dict[str, str], work: dic
     return out
 
 
-def run_engine_bench(model: str | Path | None, *, pp: list[int], tg: list[int], reps: int = 3,
-                     threads: int | None = None, delay_s: float = 0.0, engines: list[str] | None = None,
-                     prefill_mode: str = "batched", n_batch: int = 512, seed: int = 0,
-                     out: str | Path | None = None, probe_mb: float | None = None,
-                     command: list[str] | None = None, progress: bool = True,
-                     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> Path:
+def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], should_stop: Callable[[], bool],
+                     interrupt: Callable[[], dict[str, Any] | None]) -> Path:
+    """The bench of ds4kit.jobs.bench_engine (config: its BenchEngineConfig; target: an unloaded
+    EmbeddedTarget whose options the ds4kit worker rebuilds). Returns the run folder."""
     from ds4kit.bench.engine_bench_output import plot_bench, render_summary, write_csv
     from ds4kit.bench.progress import RepProgress
 
-    engines = engines or list(ENGINES)
-    if reps < 1:
-        raise ValueError(f"-r must be at least 1, got {reps}")
-    if not pp and not tg:
-        raise ValueError("nothing to run: give at least one -p or -n size")
-    if prefill_mode not in ("batched", "exact"):
-        raise ValueError(f"--prefill must be batched or exact, got {prefill_mode!r}")
-    if delay_s < 0:
-        raise ValueError(f"--delay must be >= 0, got {delay_s}")
-    threads = threads or usable_cpus()
-    model_path = Path(model) if model is not None else default_model_path(say)
-    if not model_path.is_file():
-        raise FileNotFoundError(f"{model_path}: model file not found")
+    engines = list(config.engines)
+    threads = target.options.resolved_threads
+    model_path = target.path
+    numerics = target.options.numerics.as_dict()
 
-    with start_run("bench-engine", out, command=command) as run:
+    with start_run("bench-engine", config.out, command=config.command) as run:
+        run.set_target(dict(target.describe(), threads=threads))
         work = model_work(model_path)
         run.set_model(work.pop("manifest"))
-        tests = make_tests(pp, tg, work["n_vocab"], seed)
+        pp, tg, reps = list(config.pp), list(config.tg), config.reps
+        tests = make_tests(pp, tg, work["n_vocab"], config.seed)
         kinds = {t["name"]: t["kind"] for t in tests}
         n_ctx = max([max(pp or [0]), 1 + max(tg or [0]), 16]) + 16
         n_ctx = (n_ctx + 255) // 256 * 256
-        spec = {"model": str(model_path.resolve()), "threads": threads, "n_ctx": n_ctx, "n_batch": n_batch,
-                "prefill_mode": prefill_mode, "reps": reps, "delay_s": delay_s, "tests": tests,
+        target_spec = dict(target.options.spec(), model=str(model_path.resolve()), threads=threads)
+        spec = {"model": str(model_path.resolve()), "threads": threads, "n_ctx": n_ctx, "n_batch": config.n_batch,
+                "prefill_mode": config.prefill_mode, "reps": reps, "delay_s": config.delay_s, "tests": tests,
+                "target": target_spec,
                 "warmup_tokens": tests[0]["tokens"][:16] if kinds[tests[0]["name"]] == "pp" else tests[0]["tokens"][:4]}
         loadavg_start = list(os.getloadavg())
 
         say(f"hardware probe: memory bandwidth and float32 matmul with {threads} threads")
-        probes = [run_hw_probe(threads, probe_mb)]
+        probes = [run_hw_probe(threads, config.probe_mb)]
+        rep_log = run.items("reps.jsonl", key="id")
 
-        with RepProgress(len(engines) * len(tests) * reps, enabled=progress) as bar:
-            raw = run_engines(engines, spec, tests, reps, delay_s,
-                              lambda e: run.add_file(f"log_{e}", f"worker-{e.replace('.', '_')}.log"), bar)
+        def on_rep(engine: str, ev: dict[str, Any]) -> None:
+            rep_log.append({"id": f"{engine}/{ev['test']}/{ev['rep']}", "engine": engine, **ev})
+
+        with RepProgress(len(engines) * len(tests) * reps, enabled=config.progress) as bar:
+            raw = run_engines(engines, spec, tests, reps, config.delay_s,
+                              lambda e: run.add_file(f"log_{e}", f"worker-{e.replace('.', '_')}.log"), bar,
+                              on_rep, should_stop)
+        interrupted = should_stop()
+        ours = raw.get("ds4kit", {})
+        if ours.get("status") == "ok":  # only the worker loaded the engine: what auto resolved to
+            run.set_target(dict(target.describe(), threads=threads, backend_resolved=ours["info"]["backend"]))
         for engine, res in raw.items():
             if res["status"] == "unavailable":
                 run.warn("llama-cpp-missing", f"{engine} is not available ({res['reason']}): ran without it, "
@@ -350,8 +346,11 @@ def run_engine_bench(model: str | Path | None, *, pp: list[int], tg: list[int], 
                 run.warn("engine-failed", f"{engine} failed: {res.get('reason')}"
                          + ("; NO ratio against llama.cpp could be measured" if len(engines) > 1 else ""))
 
-        say("hardware probe again (the better of the two runs counts: other load only lowers a limit)")
-        probes.append(run_hw_probe(threads, probe_mb))
+        if interrupted:
+            say("interrupted: keeping the repetitions that finished; no second hardware probe")
+        else:
+            say("hardware probe again (the better of the two runs counts: other load only lowers a limit)")
+            probes.append(run_hw_probe(threads, config.probe_mb))
         hw = best_probe(probes)
         engine_results = {e: _fold_engine(res, tests, kinds, work, hw) for e, res in raw.items()}
 
@@ -364,9 +363,11 @@ def run_engine_bench(model: str | Path | None, *, pp: list[int], tg: list[int], 
             run.warn("ds4kit-missing", "ds4kit was not among --engines: no ratio")
 
         results = {
-            "settings": {"pp": pp, "tg": tg, "reps": reps, "threads": threads, "delay_s": delay_s,
-                         "engines": engines, "prefill_mode": prefill_mode, "n_ctx": n_ctx, "n_batch": n_batch,
-                         "seed": seed},
+            "settings": {"pp": pp, "tg": tg, "reps": reps, "threads": threads, "delay_s": config.delay_s,
+                         "engines": engines, "prefill_mode": config.prefill_mode, "n_ctx": n_ctx,
+                         "n_batch": config.n_batch, "seed": config.seed, "backend": target.options.backend,
+                         "fp8_kv": numerics["fp8_kv"], "indexer_fp4": numerics["indexer_fp4"]},
+            "numerics": numerics_comparison(numerics),
             "model": {k: work[k] for k in ("architecture", "name", "size_bytes", "n_params", "n_vocab")},
             "work_per_token": {"decode_bytes": work["decode_bytes_per_token"], "prefill_params": work["prefill_params"]},
             "hardware": hw,
@@ -385,8 +386,22 @@ def run_engine_bench(model: str | Path | None, *, pp: list[int], tg: list[int], 
         except Exception as exc:  # a missing plot must not lose the measurements
             run.report["files"].pop("plot", None)
             run.warn("plot-failed", f"bench.png not written: {exc}")
-        run.finish(results, summary_md=render_summary(results, [t["name"] for t in tests]))
+        run.finish(results, summary_md=render_summary(results, [t["name"] for t in tests]),
+                   status="interrupted" if interrupted else "ok", interrupt=interrupt() if interrupted else None)
         return run.folder
+
+
+def numerics_comparison(ds4kit_numerics: dict[str, bool]) -> dict[str, Any]:
+    """Which roundings each engine applies: llama.cpp has neither D rounding, so only
+    --no-fp8-kv --no-indexer-fp4 compares like with like."""
+    like = not ds4kit_numerics["fp8_kv"] and not ds4kit_numerics["indexer_fp4"]
+    note = ("like for like: neither engine rounds KV rows to FP8 or the indexer to FP4" if like else
+            "ds4kit applies D's " + " and ".join(
+                n for n, on in (("FP8-E4M3 KV round trip", ds4kit_numerics["fp8_kv"]),
+                                ("indexer FP4 rounding", ds4kit_numerics["indexer_fp4"])) if on)
+            + "; llama.cpp has neither: pass --no-fp8-kv --no-indexer-fp4 for a like-for-like comparison")
+    return {"ds4kit": dict(ds4kit_numerics), "llama.cpp": {"fp8_kv": False, "indexer_fp4": False},
+            "like_for_like": like, "note": note}
 
 
 def _fold_engine(res: dict[str, Any], tests: list[dict[str, Any]], kinds: dict[str, str], work: dict[str, Any],
@@ -434,6 +449,8 @@ def _ratios(engine_results: dict[str, dict[str, Any]], tests: list[dict[str, Any
         return {}
     out = {}
     for t in tests:
+        if t["name"] not in ours["tests"] or t["name"] not in theirs["tests"]:
+            continue  # interrupted before both engines finished it
         a, b = ours["tests"][t["name"]], theirs["tests"][t["name"]]
         r = a["tok_s"] / b["tok_s"]
         out[t["name"]] = {"ds4kit_tok_s": a["tok_s"], "llama_cpp_tok_s": b["tok_s"], "ratio": r, "target_met": r >= 1.0,

@@ -42,7 +42,9 @@ def write_csv(path: Path, results: dict[str, Any], tests: list[dict[str, Any]], 
         info = e.get("info", {})
         version, build = _engine_build(engine, info)
         for t in tests:
-            s = e["tests"][t["name"]]
+            s = e["tests"].get(t["name"])
+            if s is None:  # an interrupted run: this test never ran on this engine
+                continue
             for rep, seconds in enumerate(s["seconds"]):
                 rows.append({
                     "ds4kit_commit": commit, "engine": engine, "engine_version": version, "engine_build": build,
@@ -76,9 +78,10 @@ def plot_bench(path: Path, results: dict[str, Any], test_names: list[str]) -> No
     fig, axes = plt.subplots(1, len(test_names), figsize=(3.2 * len(test_names) + 1, 4), squeeze=False)
     colours = {"ds4kit": "#1f77b4", "llama.cpp": "#ff7f0e"}
     for ax, name in zip(axes[0], test_names):
-        vals = [results["engines"][e]["tests"][name]["tok_s"] for e in engines]
-        errs = [results["engines"][e]["tests"][name]["tok_s_stddev"] for e in engines]
-        ax.bar(engines, vals, yerr=errs, capsize=5, color=[colours.get(e, "grey") for e in engines])
+        ran = [e for e in engines if name in results["engines"][e]["tests"]]
+        vals = [results["engines"][e]["tests"][name]["tok_s"] for e in ran]
+        errs = [results["engines"][e]["tests"][name]["tok_s_stddev"] for e in ran]
+        ax.bar(ran, vals, yerr=errs, capsize=5, color=[colours.get(e, "grey") for e in ran])
         ax.set_title(name)
         ax.set_ylabel("tok/s")
         ratio = results["ratios"].get(name)
@@ -108,11 +111,15 @@ def render_summary(results: dict[str, Any], test_names: list[str]) -> str:
              "Engines alternate repetition by repetition (A B, B A, ...).", ""]
     if not results["ratio_measured"]:
         lines += ["**NO RATIO: llama.cpp did not run, so nothing was compared.**", ""]
+    numerics = results.get("numerics")
+    if numerics and "llama.cpp" in eng:
+        lines += [f"Numerics: {numerics['note']}.", ""]
     header = ("| test | " + " | ".join(f"{e} tok/s (mean +- sd)" for e in ok)
               + " | ratio ds4kit/llama.cpp (means) | ratio of best reps |")
     lines += [header, "|---" * (len(ok) + 3) + "|"]
     for name in test_names:
-        cells = [f"{eng[e]['tests'][name]['tok_s']:.2f} +- {eng[e]['tests'][name]['tok_s_stddev']:.2f}" for e in ok]
+        cells = [f"{eng[e]['tests'][name]['tok_s']:.2f} +- {eng[e]['tests'][name]['tok_s_stddev']:.2f}"
+                 if name in eng[e]["tests"] else "not run" for e in ok]
         r = results["ratios"].get(name)
         ratio = f"{r['ratio']:.2f}x | {r['ratio_best']:.2f}x" if r else "n/a | n/a"
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")

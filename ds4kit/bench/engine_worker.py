@@ -8,6 +8,9 @@ After loading and one warm-up it waits for commands on stdin, one JSON per line:
 so the parent can alternate the engines repetition by repetition (on a shared machine both
 then see the same background load).
 
+The parent starts it in its own process group, so a Ctrl-C at the terminal reaches only the
+parent, which finishes the repetition under way and then sends "quit" (ds4kit.interrupts).
+
 Running each engine in its own process makes peak RSS (ru_maxrss) a per-engine number; only
 one process works at a time, the other waits on its stdin. The protocol goes over the original
 stdout; everything else printed (ours or C code writing to fd 1) is redirected to stderr,
@@ -39,52 +42,51 @@ def _loadavg() -> list[float]:
         return []
 
 
-def run_test(backend: Any, test: dict[str, Any]) -> float:
+def run_test(runner: Any, test: dict[str, Any]) -> float:
     """Seconds for one repetition of one test; sequence setup and the tg start token are untimed."""
-    backend.new_sequence()
+    runner.new_sequence()
     if test["kind"] == "pp":
         tokens = test["tokens"]
         t0 = time.perf_counter()
-        backend.prefill(tokens)
+        runner.prefill(tokens)
         return time.perf_counter() - t0
-    backend.decode(test["start_token"])
+    runner.decode(test["start_token"])
     t0 = time.perf_counter()
     for tok in test["tokens"]:
-        backend.decode(tok)
+        runner.decode(tok)
     return time.perf_counter() - t0
 
 
-def warm_up(backend: Any, spec: dict[str, Any]) -> None:
+def warm_up(runner: Any, spec: dict[str, Any]) -> None:
     # One short prefill and a few decodes: page in the weights, start thread pools, size buffers.
     w = spec["warmup_tokens"]
-    backend.new_sequence()
-    backend.prefill(w)
+    runner.new_sequence()
+    runner.prefill(w)
     for tok in w[:2]:
-        backend.decode(tok)
+        runner.decode(tok)
 
 
 def work(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None], commands: Iterator[str]) -> None:
     """Load, warm up, then run one repetition per command until "quit" (the parent interleaves engines)."""
-    from ds4kit.bench.engine_backends import LlamaCppUnavailable, make_backend
+    from ds4kit.bench.engine_runners import LlamaCppUnavailable, make_runner
 
     t0 = time.perf_counter()
     try:
-        backend = make_backend(spec["engine"], spec["model"], spec["threads"], spec["n_ctx"],
-                               spec["prefill_mode"], spec["n_batch"])
+        runner = make_runner(spec["engine"], spec)
     except LlamaCppUnavailable as exc:
         emit({"event": "unavailable", "reason": str(exc)})
         return
     load_s = time.perf_counter() - t0
     rss_after_load = _rss_kib()
-    warm_up(backend, spec)
-    emit({"event": "loaded", "load_s": load_s, "rss_after_load_kib": rss_after_load, "info": backend.info()})
+    warm_up(runner, spec)
+    emit({"event": "loaded", "load_s": load_s, "rss_after_load_kib": rss_after_load, "info": runner.info()})
     tests = {t["name"]: t for t in spec["tests"]}
     for line in commands:
         cmd = json.loads(line)
         if cmd["cmd"] == "quit":
             break
         test = tests[cmd["test"]]
-        seconds = run_test(backend, test)
+        seconds = run_test(runner, test)
         emit({"event": "rep", "test": test["name"], "rep": cmd["rep"], "seconds": seconds,
               "n_tokens": len(test["tokens"]), "loadavg": _loadavg(),
               "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "t_end": time.time()})

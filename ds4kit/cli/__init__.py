@@ -13,15 +13,27 @@ from ds4kit import __version__
 class _Ds4Group(click.Group):
     """Turns expected failures (bad file, bad argument, bad card) into one clear line and exit
     status 2 instead of a traceback. The run's report.json has already recorded the error.
-    DS4KIT_DEBUG=1 shows the traceback."""
+    An interrupt exits 128 + the signal (130 for SIGINT, 143 for SIGTERM). DS4KIT_DEBUG=1 shows
+    the traceback."""
 
     def invoke(self, ctx: click.Context):
         import os
+
+        from ds4kit.errors import ConfigError
 
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except ConfigError as exc:
+            # A bad option value, found before anything loaded: a usage error naming the flag.
+            if exc.option:
+                raise click.BadParameter(exc.message, param_hint=exc.option) from None
+            raise click.UsageError(exc.message) from None
+        except KeyboardInterrupt as exc:
+            # A stop signal outside a job (or a second one inside): 128 + the signal, like a shell.
+            click.echo(f"ds4kit: {exc or 'interrupted'}", err=True)
+            ctx.exit(getattr(exc, "exit_code", 130))
         except (ValueError, FileNotFoundError, FileExistsError, PermissionError, RuntimeError,
                 NotImplementedError) as exc:
             if os.environ.get("DS4KIT_DEBUG") == "1":

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -10,12 +9,10 @@ import click
 from ds4kit.reports import start_run
 
 
-def _default_model() -> Path:
-    from ds4kit.synth import demo_model_path
+def _model_or_demo(model: Path | None) -> Path:
+    from ds4kit.targets.options import model_path_or_synthetic
 
-    path = demo_model_path()
-    click.echo(f"(no MODEL given: using the built-in synthetic demo model {path})", err=True)
-    return path
+    return model_path_or_synthetic(model, say=lambda m: click.echo(m, err=True), model_flag="MODEL")
 
 
 def _resolve_card(mf, card_path):
@@ -50,7 +47,7 @@ def info(model: Path | None, card_path: Path | None, do_hash: bool, out: Path | 
     from ds4kit.engine import open_model_file
     from ds4kit.model_hash import sha256_with_progress
 
-    model = model or _default_model()
+    model = _model_or_demo(model)
     with start_run("model-info", out) as run:
         mf = open_model_file(model)
         sha = sha256_with_progress(model).sha256 if do_hash else None
@@ -135,7 +132,7 @@ def tokenize(model: Path | None, text: str | None, file_: Path | None, no_specia
 
     if (text is None) == (file_ is None):
         raise click.UsageError("give exactly one of --text or --file")
-    model = model or _default_model()
+    model = _model_or_demo(model)
     data: bytes = text.encode("utf-8") if text is not None else file_.read_bytes()
     with start_run("model-tokenize", out) as run:
         mf = open_model_file(model)
@@ -170,7 +167,7 @@ def card(model: Path | None, card_path: Path | None, max_tokens: int | None, max
     from ds4kit.cards.report import card_results, record_card
     from ds4kit.engine import open_model_file
 
-    model = model or _default_model()
+    model = _model_or_demo(model)
     with start_run("model-card", out) as run:
         mf = open_model_file(model)
         run.set_model(mf.manifest_entry())

@@ -82,18 +82,15 @@ def watch(interval, warn_at, abort_at, abort_after, grace, cooldown_until, coold
       ds4kit thermal watch --duration 600          # no command: watch for 10 minutes
     Exit codes: the command's own; 3 thermal abort; 4 cooldown timed out; 5 command not startable.
     """
-    from ds4kit.thermal.watch_run import run_watch
+    from ds4kit.jobs.thermal_watch import ThermalWatchConfig, run
+    from ds4kit.reports.read import read_report
     from ds4kit.thermal.watcher import WatchConfig
 
-    config = WatchConfig(interval=interval, warn_at=warn_at, abort_at=abort_at, abort_after=abort_after,
-                         grace=grace, cooldown_until=cooldown_until, cooldown_timeout=cooldown_timeout,
-                         duration=duration, temp_patterns=tuple(temp_patterns))
-    try:
-        config.check()
-        if interval <= 0:
-            raise ValueError(f"--interval must be positive, got {interval:g}")
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    code, _ = run_watch(list(cmd) or None, config, out=out, sysfs_root=sysfs_root, sources=_sources(sensors_),
-                        quiet=quiet, child_log=child_log, plot=not no_plot, command=list(sys.argv))
-    sys.exit(code)
+    watch_config = WatchConfig(interval=interval, warn_at=warn_at, abort_at=abort_at, abort_after=abort_after,
+                               grace=grace, cooldown_until=cooldown_until, cooldown_timeout=cooldown_timeout,
+                               duration=duration, temp_patterns=tuple(temp_patterns))
+    config = ThermalWatchConfig(argv=list(cmd) or None, watch=watch_config, sysfs_root=sysfs_root,
+                                sources=_sources(sensors_), quiet=quiet, child_log=child_log, plot=not no_plot,
+                                out=out, command=list(sys.argv))
+    path = run(config)
+    sys.exit(int(read_report(path)["results"]["exit_code"]))

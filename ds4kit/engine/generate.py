@@ -1,7 +1,10 @@
 """Generation loop over an engine session: prefill, then sample/decode until a stop.
 
     result = generate(session, tokenizer, prompt_ids, GenerationConfig(max_tokens=64),
-                      on_token=lambda ev: print(ev.text, end=""))
+                      on_token=lambda ev: print(ev.text, end=""), should_stop=lambda: False)
+
+`should_stop` is polled before each token; once it is true the loop returns what it has
+(stop_reason "interrupted"), so a Ctrl-C loses nothing that was already generated.
 
 Everything that decides a token lives in the C++ sampler (seeded, deterministic);
 this module only sequences calls, detects stops, streams text and takes timings.
@@ -9,11 +12,40 @@ this module only sequences calls, detects stops, streams text and takes timings.
 from __future__ import annotations
 
 import codecs
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# The valid range of each sampling value (the model-card schema states the same ranges).
+SAMPLING_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "temperature": ("a number >= 0 (0 is greedy)", lambda v: _finite(v) and v >= 0),
+    "top_k": ("an integer >= 0 (0 keeps every token)", lambda v: _int(v) and v >= 0),
+    "top_p": ("a number in (0, 1] (1 keeps every token)", lambda v: _finite(v) and 0 < v <= 1),
+    "min_p": ("a number in [0, 1] (0 keeps every token)", lambda v: _finite(v) and 0 <= v <= 1),
+    "repetition_penalty": ("a number > 0 (1 is none)", lambda v: _finite(v) and v > 0),
+    "presence_penalty": ("a finite number (0 is none)", _finite),
+    "frequency_penalty": ("a finite number (0 is none)", _finite),
+    "penalty_last_n": ("an integer >= -1 (-1: the whole history)", lambda v: _int(v) and v >= -1),
+    "seed": ("an integer in [0, 2**64)", lambda v: _int(v) and 0 <= v < 2**64),
+}
+
+
+def sampling_problem(name: str, value: Any) -> str | None:
+    """Why `value` is not a valid sampling `name`, or None when it is."""
+    want, ok = SAMPLING_RULES[name]
+    return None if ok(value) else f"must be {want}, got {value!r}"
 
 
 @dataclass
@@ -38,6 +70,10 @@ class GenerationConfig:
     think_end_id: int | None = None
 
     def validate(self) -> None:
+        for name in SAMPLING_RULES:
+            problem = sampling_problem(name, getattr(self, name))
+            if problem:
+                raise ValueError(f"{name} {problem}")
         if self.max_tokens < 0:
             raise ValueError(f"max_tokens must be >= 0 (got {self.max_tokens})")
         if self.logprobs < 0:
@@ -62,7 +98,7 @@ class GenerationResult:
     prompt_ids: list[int]
     tokens: list[int]
     text: str
-    stop_reason: str          # "eos" (a stop token), "stop_string", "max_tokens", "context"
+    stop_reason: str          # "eos" (a stop token), "stop_string", "max_tokens", "context", "interrupted"
     stop_detail: Any
     prefill_s: float
     decode_s: float
@@ -94,7 +130,8 @@ def top_logprobs(logits: np.ndarray, k: int) -> tuple[np.ndarray, list[tuple[int
 
 
 def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: GenerationConfig,
-             on_token: Callable[[TokenEvent], None] | None = None) -> GenerationResult:
+             on_token: Callable[[TokenEvent], None] | None = None,
+             should_stop: Callable[[], bool] | None = None) -> GenerationResult:
     from ds4kit import _engine
 
     cfg.validate()
@@ -106,10 +143,15 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
         repetition_penalty=cfg.repetition_penalty, presence_penalty=cfg.presence_penalty,
         frequency_penalty=cfg.frequency_penalty, penalty_last_n=cfg.penalty_last_n, seed=cfg.seed)
     stops = set(int(t) for t in cfg.stop_token_ids)
+    stop_requested = should_stop or (lambda: False)
+    if stop_requested():
+        return GenerationResult(prompt, [], "", "interrupted", "before prefill", 0.0, 0.0, [])
 
     t0 = time.perf_counter()
-    logits = session.prefill(prompt, cfg.prefill_mode)
+    logits = session.prefill(prompt, cfg.prefill_mode, should_stop=stop_requested)
     prefill_s = time.perf_counter() - t0
+    if logits is None:  # stopped between two prefill blocks
+        return GenerationResult(prompt, [], "", "interrupted", "during prefill", prefill_s, 0.0, [])
     sampler = _engine.Sampler(params, int(logits.shape[0]))
 
     history = list(prompt)
@@ -123,6 +165,9 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
     in_thinking = cfg.thinking_budget is not None
     decode_t0 = time.perf_counter()
     while len(out) < cfg.max_tokens:
+        if stop_requested():
+            stop_reason, stop_detail = "interrupted", len(out)
+            break
         t_tok = time.perf_counter()
         forced = False
         if in_thinking and len(out) >= cfg.thinking_budget:

@@ -32,6 +32,14 @@ def _engine():
     return _engine
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (the affinity mask where the OS has one): the default thread
+    count, so a run under taskset or a container's CPU share does not oversubscribe."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def check_backend_name(backend: str) -> str:
     """The backend name as given, or ValueError naming the choices (before any model loads)."""
     if backend not in BACKENDS:
@@ -53,7 +61,8 @@ class Model:
         check_backend_name(backend)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: model file not found")
-        native = _engine().Model(str(path), threads=0 if threads is None else int(threads), backend=backend)
+        native = _engine().Model(str(path), threads=usable_cpus() if threads is None else int(threads),
+                                 backend=backend)
         return cls(native, path)
 
     # -- what it is ---------------------------------------------------------

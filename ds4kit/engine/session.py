@@ -12,7 +12,7 @@ context overflow), UnsupportedError.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,8 +46,22 @@ class Session:
     def verify(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
         return self._s.verify(_token_list(tokens))
 
-    def prefill(self, tokens: Sequence[int] | np.ndarray, mode: str = "exact") -> np.ndarray:
-        return self._s.prefill(_token_list(tokens), mode)
+    def prefill(self, tokens: Sequence[int] | np.ndarray, mode: str = "exact",
+                should_stop: Callable[[], bool] | None = None) -> np.ndarray | None:
+        """Feed the tokens; float32 [n_vocab] logits of the last one. `should_stop` is asked
+        between blocks (Python's signal handlers run there too): once it is true the prefill
+        stops, keeping the blocks fed so far, and returns None."""
+        return self._s.prefill(_token_list(tokens), mode, should_stop)
+
+    @property
+    def fp8_kv(self) -> bool:
+        """Whether stored KV rows take D's FP8-E4M3 round trip (False: llama.cpp's semantics)."""
+        return self._s.fp8_kv
+
+    @property
+    def indexer_fp4(self) -> bool:
+        """Whether indexer rows and queries take D's FP4 round trip (False: llama.cpp's semantics)."""
+        return self._s.indexer_fp4
 
     @property
     def state_bytes(self) -> int:

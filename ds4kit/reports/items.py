@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ds4kit.reports.atomic import _json_default
+from ds4kit.reports.jsonl import read_jsonl_objects
 
 
 class ItemLog:
@@ -21,22 +22,16 @@ class ItemLog:
         """All complete records. A torn last line (killed mid-write) is ignored."""
         if not self.path.exists():
             return []
-        out = []
-        with open(self.path, "r", encoding="utf-8") as f:
-            for line in f:
-                if not line.endswith("\n"):
-                    break  # torn write: the item was not finished
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    break
-        return out
+        return read_jsonl_objects(self.path)
 
     def done_keys(self) -> set:
-        return {rec[self.key] for rec in self.read() if self.key in rec}
+        keys = set()
+        for rec in self.read():
+            try:
+                keys.add(rec[self.key])
+            except (KeyError, TypeError):  # no key, or a key that is not a plain value
+                continue
+        return keys
 
     def _drop_torn_tail(self) -> None:
         # Truncate a partial last line so the next append starts on a fresh line.

@@ -16,7 +16,8 @@ BEHAVIOUR_ENV_PREFIXES = ("DS4KIT_", "OMP_", "CUDA_", "HIP_", "ROCR_", "HSA_", "
 BEHAVIOUR_ENV_NAMES = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "HUMANEVAL_OVERRIDE_PATH")
 
 
-def ds4kit_git_sha() -> str | None:
+def _checkout_sha() -> str | None:
+    """HEAD of the git checkout ds4kit runs from (PYTHONPATH=. or an editable install)."""
     repo = Path(__file__).resolve().parents[2]
     if not (repo / ".git").exists():
         return None
@@ -26,6 +27,29 @@ def ds4kit_git_sha() -> str | None:
         return None
     sha = out.stdout.strip()
     return sha if out.returncode == 0 and len(sha) == 40 else None
+
+
+def _engine_build_sha() -> str | None:
+    """The sha CMake recorded when this package's engine was built (a wheel installed from a clone)."""
+    try:
+        from ds4kit import _engine  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    sha = str(dict(_engine.build_info).get("git_sha") or "")
+    return sha if len(sha) == 40 else None  # "unknown" when the build tree had no git
+
+
+def ds4kit_git_sha_and_source() -> tuple[str | None, str | None]:
+    """(sha, where it came from: "checkout", "engine-build" or None)."""
+    sha = _checkout_sha()
+    if sha:
+        return sha, "checkout"
+    sha = _engine_build_sha()
+    return (sha, "engine-build") if sha else (None, None)
+
+
+def ds4kit_git_sha() -> str | None:
+    return ds4kit_git_sha_and_source()[0]
 
 
 def _cpu_name() -> str:
@@ -151,13 +175,15 @@ def build_manifest(
     drafter: dict[str, Any] | None = None,
     card: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    sha, sha_source = ds4kit_git_sha_and_source()
     return {
-        "ds4kit": {"version": __version__, "git_sha": ds4kit_git_sha()},
+        "ds4kit": {"version": __version__, "git_sha": sha, "git_sha_source": sha_source},
         "engine": engine_info(),
         "host": host_info(),
         "model": model,
         "drafter": drafter,
         "card": card,
+        "target": None,
         "command": list(sys.argv if command is None else command),
         "env": behaviour_env(),
     }

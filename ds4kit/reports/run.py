@@ -11,12 +11,14 @@ propagates, so a crash still leaves a valid, truthful report.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ds4kit.errors import ConfigError
 from ds4kit.reports.atomic import atomic_write_json, atomic_write_text
 from ds4kit.reports.items import ItemLog
 from ds4kit.reports.manifest import build_manifest
@@ -39,6 +41,44 @@ def _iso(t: _dt.datetime) -> str:
     return t.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _check_creatable(folder: Path, what: str) -> None:
+    """`folder` does not exist yet: its nearest existing ancestor must be a writable folder."""
+    parent = folder.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"cannot create {what} {folder}: {parent} is not a folder", "--out")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot create {what} {folder}: {parent} is not writable", "--out")
+
+
+def check_run_folder(out: str | Path | None, resume: bool = False) -> None:
+    """ConfigError naming --out unless a run folder can be made at `out` (None: under runs/);
+    called by every job's config check before anything is loaded, and again by Run."""
+    if out is None:
+        if resume:
+            raise ConfigError("--resume needs --out naming the run folder to continue", "--out")
+        root = DEFAULT_RUNS_ROOT
+        if root.exists():
+            if not root.is_dir():
+                raise ConfigError(f"the default run folder root {root.resolve()} is not a folder; "
+                                  "pass --out DIR", "--out")
+        else:
+            _check_creatable(root.resolve(), "the default run folder root")
+        return
+    folder = Path(out)
+    if not folder.exists():
+        _check_creatable(folder, "run folder")
+        return
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} exists and is not a folder", "--out")
+    if (folder / "report.json").exists() and not resume:
+        raise ConfigError(f"{folder} already holds a report; pass --resume to continue it (where the command "
+                          "has it) or choose another --out", "--out")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"run folder {folder} is not writable", "--out")
+
+
 def _new_folder(kind: str, root: Path) -> Path:
     stamp = _utc_now().strftime("%Y%m%dT%H%M%SZ")
     base = root / f"{kind}-{stamp}"
@@ -57,17 +97,11 @@ class Run:
                  command: list[str] | None = None, quiet_warnings: bool = False):
         self.kind = kind
         self.quiet_warnings = quiet_warnings
+        check_run_folder(out, resume)
         if out is None:
-            if resume:
-                raise ValueError("--resume needs --out naming the run folder to continue")
             self.folder = _new_folder(kind, DEFAULT_RUNS_ROOT)
         else:
             self.folder = Path(out)
-            existing = self.folder / "report.json"
-            if existing.exists() and not resume:
-                raise FileExistsError(
-                    f"{self.folder} already holds a report; pass --resume to continue it or choose another --out"
-                )
             self.folder.mkdir(parents=True, exist_ok=True)
         self._t0 = time.monotonic()
         self.report: dict[str, Any] = {
@@ -82,12 +116,17 @@ class Run:
             "results": {},
             "files": {},
             "error": None,
+            "interrupt": None,
         }
         self._write_report()
 
     # -- manifest ---------------------------------------------------------
     def set_model(self, model: dict[str, Any] | None, *, role: str = "model") -> None:
         self.report["manifest"][role] = model
+
+    def set_target(self, target: dict[str, Any] | None) -> None:
+        """What the job talked to (ds4kit.targets: kind, backend, threads, numerics, capabilities)."""
+        self.report["manifest"]["target"] = target
 
     def set_card(self, card: dict[str, Any] | None) -> None:
         self.report["manifest"]["card"] = card
@@ -120,9 +159,12 @@ class Run:
         validate_report(self.report, self.kind)
         atomic_write_json(self.folder / "report.json", self.report)
 
-    def finish(self, results: dict[str, Any], *, status: str = "ok", summary_md: str | None = None) -> Path:
+    def finish(self, results: dict[str, Any], *, status: str = "ok", summary_md: str | None = None,
+               interrupt: dict[str, Any] | None = None) -> Path:
+        """status "interrupted" takes `interrupt` (ds4kit.interrupts.StopSignals.record())."""
         self.report["results"] = results
         self.report["status"] = status
+        self.report["interrupt"] = interrupt
         self.report["finished_at"] = _iso(_utc_now())
         self.report["duration_s"] = round(time.monotonic() - self._t0, 3)
         summary = summary_md if summary_md is not None else ""
@@ -131,8 +173,9 @@ class Run:
         self._write_report()
         return self.folder / "report.json"
 
-    def fail(self, exc: BaseException, status: str = "failed") -> None:
+    def fail(self, exc: BaseException, status: str = "failed", interrupt: dict[str, Any] | None = None) -> None:
         self.report["status"] = status
+        self.report["interrupt"] = interrupt
         self.report["finished_at"] = _iso(_utc_now())
         self.report["duration_s"] = round(time.monotonic() - self._t0, 3)
         self.report["error"] = {"type": type(exc).__name__, "message": str(exc) or repr(exc)}
@@ -157,7 +200,12 @@ class Run:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is not None and self.report["status"] == "running":
-            self.fail(exc, status="aborted" if isinstance(exc, KeyboardInterrupt) else "failed")
+            if isinstance(exc, KeyboardInterrupt):
+                from ds4kit.interrupts import interrupt_record
+
+                self.fail(exc, status="interrupted", interrupt=interrupt_record(exc))
+            else:
+                self.fail(exc)
         return False
 
 

@@ -39,18 +39,23 @@ def load_schema(kind: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def validate_report(report: dict[str, Any], kind: str | None = None) -> None:
+def validate_report(report: Any, kind: str | None = None) -> None:
+    """SchemaError (one message, never another exception) unless `report` matches its kind's schema."""
+    if not isinstance(report, dict):
+        raise SchemaError(f"a report is a JSON object, not {type(report).__name__}")
     kind = kind or report.get("kind")
     if not kind:
         raise SchemaError("report has no 'kind' field")
+    if not isinstance(kind, str) or kind not in known_kinds():
+        raise SchemaError(f"unknown report kind {kind!r}; known: {', '.join(known_kinds())}")
     schema = load_schema(kind)
     validator_cls = jsonschema.validators.validator_for(schema)
     validator = validator_cls(schema, registry=_registry())
     errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
     if errors:
-        lines = []
-        for e in errors[:10]:
-            where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-            lines.append(f"  at {where}: {e.message}")
-        more = f"\n  ... and {len(errors) - 10} more" if len(errors) > 10 else ""
+        # One line per distinct problem (a value can fail the same way in several schema branches).
+        lines = list(dict.fromkeys(
+            f"  at {'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in errors))
+        more = f"\n  ... and {len(lines) - 10} more" if len(lines) > 10 else ""
+        lines = lines[:10]
         raise SchemaError(f"{kind} report does not match reports/schema/{kind}.json:\n" + "\n".join(lines) + more)

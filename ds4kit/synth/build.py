@@ -5,7 +5,7 @@ import hashlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+
 
 from ds4kit.synth import gguf_out as G
 from ds4kit.synth.config import SynthConfig, resolve_types

@@ -89,13 +89,6 @@ class Sampler:
 
 def read_samples(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Every complete sample in a JSONL file (a torn last line from a kill is ignored)."""
-    out = []
-    with open(path, "r", encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
-                break
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-    return out
+    from ds4kit.reports.jsonl import read_jsonl_objects
+
+    return read_jsonl_objects(path)

@@ -87,7 +87,8 @@ def run_watch(argv: list[str] | None, config: WatchConfig, *, out: str | os.Path
                     run.warn("plot-failed", f"timeline.png not written: {type(exc).__name__}: {exc}")
             files = dict(run.report["files"])
             files.setdefault("summary", "summary.md")
-            run.finish(results, status=outcome.status, summary_md=summary_markdown(results, files))
+            run.finish(results, status=outcome.status, summary_md=summary_markdown(results, files),
+                       interrupt=watcher.stop.record() if outcome.status == "interrupted" else None)
         finally:
             discovery.close()
     if not quiet:

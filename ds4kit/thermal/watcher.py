@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ds4kit.interrupts import StopSignals, own_process_group
 from ds4kit.thermal.sampler import Sampler, Ticker
 from ds4kit.thermal.stats import watched_temperature
 
@@ -36,6 +37,8 @@ class WatchConfig:
     warn_every: float = 60.0
 
     def check(self) -> None:
+        if self.interval <= 0:
+            raise ValueError(f"--interval must be positive, got {self.interval:g}")
         if self.warn_at is not None and self.abort_at is not None and self.warn_at > self.abort_at:
             raise ValueError(f"--warn-at {self.warn_at} is above --abort-at {self.abort_at}")
         for name in ("abort_after", "grace", "cooldown_timeout"):
@@ -77,21 +80,14 @@ class Watcher:
         self._abort_above_since: float | None = None
         self._aborting_at: float | None = None
         self._signals_sent: list[str] = []
+        self.stop = StopSignals(on_signal=self._on_signal, hard_stop=False)
         self.last_temp: tuple[float | None, str | None] = (None, None)
 
     # -- signals ------------------------------------------------------------
-    def _on_signal(self, signum, frame) -> None:
+    def _on_signal(self, signum: int) -> None:
+        # Counted, not acted on here: the sampling loop forwards each one to the child in turn.
         self._interrupts += 1
         self._events.append(f"received {signal.Signals(signum).name}")
-
-    def _install(self) -> dict:
-        old = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                old[sig] = signal.signal(sig, self._on_signal)
-            except ValueError:  # not the main thread: the caller handles signals
-                pass
-        return old
 
     # -- one sample ---------------------------------------------------------
     def _sample(self, phase: str) -> dict:
@@ -179,11 +175,7 @@ class Watcher:
                 self._aborting_at = time.monotonic()
 
     def _spawn(self, argv: list[str]) -> None:
-        kwargs: dict[str, Any] = {}
-        if sys.version_info >= (3, 11):
-            kwargs["process_group"] = 0
-        else:
-            kwargs["preexec_fn"] = os.setpgrp
+        kwargs: dict[str, Any] = own_process_group()
         if self.child_stdout is not None:
             kwargs["stdout"] = self.child_stdout
             kwargs["stderr"] = subprocess.STDOUT
@@ -222,7 +214,7 @@ class Watcher:
             if self._interrupts:
                 self.out.cooldown = {"target_c": target, "reached": False, "waited_s": waited, "samples": n,
                                      "start_c": first, "end_c": temp, "metric": key, "note": "interrupted"}
-                self.out.status, self.out.exit_code = "aborted", 130
+                self.out.status, self.out.exit_code = "interrupted", self.stop.exit_code
                 self.out.end_reason = "interrupted during cooldown; the command was not started"
                 return False
             if waited >= self.c.cooldown_timeout:
@@ -235,12 +227,10 @@ class Watcher:
             time.sleep(ticker.delay())
 
     def run(self, argv: list[str] | None) -> WatchOutcome:
-        old = self._install()
         try:
-            return self._run(argv)
+            with self.stop:
+                return self._run(argv)
         finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
             if self.proc is not None and self.proc.poll() is None:
                 # Only reached if the watcher itself failed: never leave the child running unwatched.
                 self._signal_child(signal.SIGKILL, "watcher failed")
@@ -316,7 +306,8 @@ class Watcher:
                 o.status, o.exit_code = "aborted", EXIT_THERMAL_ABORT
                 o.end_reason = "thermal abort: " + o.abort["reason"]
             elif o.interrupts:
-                o.status, o.exit_code = "aborted", child_code or 130
+                # The child's own exit code when it has one (it chose how to stop), else 128 + our signal.
+                o.status, o.exit_code = "interrupted", child_code or self.stop.exit_code
                 o.end_reason = "interrupted by the user"
             else:
                 o.exit_code = child_code

@@ -258,7 +258,8 @@ void bind_model(py::module_& m) {
             py::arg("tokens"), "Logits of every token (float32 [q, n_vocab]); rows equal one-by-one decode")
         .def(
             "prefill",
-            [](Ds4Session& s, const std::vector<int64_t>& tokens64, const std::string& mode) {
+            [](Ds4Session& s, const std::vector<int64_t>& tokens64, const std::string& mode,
+               py::object should_stop) -> py::object {
                 const std::vector<int32_t> tokens = token_ids(tokens64);
                 if (mode != "exact" && mode != "batched") {
                     throw ds4::ArgumentError("prefill mode '" + mode + "' is not one of 'exact', 'batched'");
@@ -266,12 +267,21 @@ void bind_model(py::module_& m) {
                 std::vector<float> out;
                 {
                     py::gil_scoped_release nogil;
-                    out = s.prefill(tokens, mode == "exact");
+                    // Between blocks: run Python's signal handlers (a second Ctrl-C raises) and ask
+                    // should_stop, so a long prefill stops within one block of a request.
+                    out = s.prefill(tokens, mode == "exact", [&should_stop] {
+                        py::gil_scoped_acquire gil;
+                        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+                        return !should_stop.is_none() && should_stop().cast<bool>();
+                    });
                 }
+                if (out.empty()) return py::none();  // stopped on request
                 const auto n = (py::ssize_t)out.size();
                 return to_array(std::move(out), {n});
             },
-            py::arg("tokens"), py::arg("mode") = "exact", "Feeds tokens; logits (float32 [n_vocab]) of the last");
+            py::arg("tokens"), py::arg("mode") = "exact", py::arg("should_stop") = py::none(),
+            "Feeds tokens; logits (float32 [n_vocab]) of the last, or None if should_stop() "
+            "turned true between two blocks (the blocks fed so far stay fed)");
 
     py::class_<Ds4Model, std::shared_ptr<Ds4Model>>(m, "Model", "A deepseek4 GGUF, memory-mapped once, on one backend")
         .def(py::init([](const std::string& path, int threads, const std::string& backend) {

@@ -1,4 +1,5 @@
 #include "bindings.h"
+#include "build_info.h"
 #include "common/cpu_features.h"
 #include "common/error.h"
 
@@ -14,9 +15,9 @@ PYBIND11_MODULE(_engine, m) {
     bind_backend_compare(m);
 
     py::dict build;
-    build["gpu_backend"] = DS4KIT_GPU_BACKEND;
-    build["compiler"] = DS4KIT_COMPILER;
-    build["git_sha"] = DS4KIT_GIT_SHA;
+    build["gpu_backend"] = kDs4kitGpuBackend;
+    build["compiler"] = kDs4kitCompiler;
+    build["git_sha"] = kDs4kitGitSha;
     m.attr("build_info") = build;
     m.def("cpu_features", &ds4::cpu_features_string, "SIMD features the engine dispatches to on this CPU");
 }

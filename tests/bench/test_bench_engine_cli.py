@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ds4kit.bench.engine_backends import HIDE_LLAMA_ENV
+from ds4kit.bench.engine_runners import HIDE_LLAMA_ENV
 from ds4kit.bench.engine_bench_output import CSV_COLUMNS
 from ds4kit.cli import main
 from ds4kit.reports.schema import validate_report
 from ds4kit.synth import preset, write_target
 
+REPO = Path(__file__).resolve().parents[2]
 QUICK = ["-p", "16", "-n", "4", "-r", "1", "-t", "2", "--no-progress", "--probe-mb", "16"]
 
 
@@ -182,9 +188,71 @@ def _no_ratio_checks(report: dict, rows: list[dict], out: str, folder: Path) -> 
 
 
 def test_engines_ds4kit_only_warns_no_ratio(tiny_model, tmp_path):
-    report, rows, out, folder = _run([str(tiny_model), *QUICK, "--engines", "ds4kit"], tmp_path / "run")
+    report, rows, out, folder = _run([str(tiny_model), *QUICK, "--engines", "ds4kit", "--no-fp8-kv",
+                                      "--no-indexer-fp4"], tmp_path / "run")
     _no_ratio_checks(report, rows, out, folder)
     assert set(report["results"]["engines"]) == {"ds4kit"}
+    # The numerics flags reach the ds4kit worker and are recorded.
+    r = report["results"]
+    assert (r["settings"]["fp8_kv"], r["settings"]["indexer_fp4"], r["settings"]["backend"]) == (False, False, "auto")
+    assert r["engines"]["ds4kit"]["info"]["numerics"] == {"fp8_kv": False, "indexer_fp4": False}
+    assert r["numerics"]["like_for_like"] is True
+    assert report["manifest"]["target"]["numerics"] == {"fp8_kv": False, "indexer_fp4": False}
+    assert report["manifest"]["target"]["threads"] == 2
+    assert report["manifest"]["target"]["backend_resolved"] == r["engines"]["ds4kit"]["info"]["backend"]
+    assert report["manifest"]["target"]["backend_resolved"].startswith("cpu")
+
+
+def test_default_numerics_say_llama_cpp_has_neither_rounding(both):
+    report, _, out, _ = both
+    r = report["results"]
+    assert (r["settings"]["fp8_kv"], r["settings"]["indexer_fp4"]) == (True, True)
+    assert r["numerics"]["llama.cpp"] == {"fp8_kv": False, "indexer_fp4": False}
+    assert r["numerics"]["like_for_like"] is False and "--no-fp8-kv --no-indexer-fp4" in r["numerics"]["note"]
+    assert r["engines"]["llama.cpp"]["info"]["numerics"] == {"fp8_kv": False, "indexer_fp4": False}
+    assert r["engines"]["ds4kit"]["info"]["numerics"] == {"fp8_kv": True, "indexer_fp4": True}
+    assert "--no-fp8-kv --no-indexer-fp4" in out  # in the printed summary
+
+
+def test_model_given_twice_is_a_usage_error(tiny_model, tmp_path):
+    res = CliRunner().invoke(main, ["bench", "engine", str(tiny_model), "-m", str(tiny_model), "--out",
+                                    str(tmp_path / "o")])
+    assert res.exit_code == 2 and "MODEL or --model" in res.output
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_keeps_the_finished_repetitions(tiny_model, tmp_path, sig):
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "ds4kit", "bench", "engine", str(tiny_model), "-p", "16", "-n", "4",
+                             "-r", "500", "-t", "1", "--engines", "ds4kit", "--no-progress", "--probe-mb", "16",
+                             "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        reps = out / "reps.jsonl"
+        end = time.monotonic() + 120
+        while not (reps.exists() and len(reps.read_text().splitlines()) >= 3):
+            assert time.monotonic() < end and proc.poll() is None, "no repetition finished"
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    validate_report(report, "bench-engine")
+    assert report["status"] == "interrupted" and report["interrupt"]["signal"] == sig.name
+    logged = [json.loads(line) for line in reps.read_text().splitlines()]
+    assert 3 <= len(logged) < 1000
+    tests = report["results"]["engines"]["ds4kit"]["tests"]
+    assert sum(t["reps"] for t in tests.values()) == len(logged)
+    for name, t in tests.items():
+        assert t["seconds"] == [e["seconds"] for e in logged if e["test"] == name]
+    with open(out / "results.csv", newline="", encoding="utf-8") as f:
+        assert len(list(csv.DictReader(f))) == len(logged) == report["results"]["csv_rows"]
+    assert len(report["results"]["hardware"]["runs"]) == 1  # no second probe after the signal
+    assert "| pp16 |" in stdout
 
 
 def test_llama_import_failing_in_child_warns_no_ratio(tiny_model, tmp_path, monkeypatch):
@@ -209,3 +277,28 @@ def test_llama_failing_to_load_warns_no_ratio(tmp_path):
     assert r["ratios"] == {} and r["ratio_measured"] is False
     assert [w for w in report["warnings"] if w["code"] == "engine-failed" and "NO ratio" in w["message"]]
     assert {row["engine"] for row in rows} == {"ds4kit"} and "NO RATIO" in out
+
+
+def test_signal_before_any_repetition_still_writes_a_valid_report(tiny_model, tmp_path):
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "ds4kit", "bench", "engine", str(tiny_model), "-p", "16", "-n", "",
+                             "-r", "50", "-t", "1", "--engines", "ds4kit", "--no-progress", "--probe-mb", "64",
+                             "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()  # the first line: the hardware probe starts
+        assert "hardware probe" in line, line
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    validate_report(report, "bench-engine")
+    assert report["status"] == "interrupted"
+    ds4 = report["results"]["engines"]["ds4kit"]
+    logged = (out / "reps.jsonl").read_text().splitlines() if (out / "reps.jsonl").exists() else []
+    assert sum(t["reps"] for t in ds4["tests"].values()) == len(logged) < 50
+    if ds4["status"] == "not_run":
+        assert ds4["tests"] == {} and ds4["reason"]

@@ -103,3 +103,24 @@ def test_bad_config_is_refused(rt, prompt):
         run(rt, prompt, max_tokens=2, thinking_budget=1)
     with pytest.raises(ValueError, match="empty"):
         run(rt, [], max_tokens=2)
+
+
+def test_should_stop_returns_what_was_generated(rt, prompt):
+    full = run(rt, prompt, max_tokens=8)
+    seen = []
+    res = generate(rt.session(max_ctx=MAX_CTX), rt.tokenizer, prompt, GenerationConfig(max_tokens=8),
+                   on_token=lambda ev: seen.append(ev.token), should_stop=lambda: len(seen) >= 3)
+    assert res.stop_reason == "interrupted" and res.stop_detail == 3
+    assert res.tokens == seen == full.tokens[:3]
+    assert len(res.token_times_s) == 3 and res.text == rt.decode(full.tokens[:3])
+    early = generate(rt.session(max_ctx=MAX_CTX), rt.tokenizer, prompt, GenerationConfig(max_tokens=8),
+                     should_stop=lambda: True)
+    assert early.stop_reason == "interrupted" and early.tokens == [] and early.prefill_s == 0.0
+
+
+@pytest.mark.parametrize("field, value", [("temperature", -1.0), ("top_p", 0.0), ("top_p", 1.5), ("min_p", 2.0),
+                                          ("top_k", -1), ("repetition_penalty", 0.0), ("seed", -1),
+                                          ("presence_penalty", float("nan"))])
+def test_out_of_range_sampling_is_refused(rt, prompt, field, value):
+    with pytest.raises(ValueError, match=field):
+        run(rt, prompt, max_tokens=2, **{field: value})

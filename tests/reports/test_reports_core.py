@@ -56,10 +56,13 @@ def test_exception_inside_run_records_failure_and_propagates(tmp_path):
 
 
 def test_existing_report_is_not_overwritten_without_resume(tmp_path):
+    from ds4kit.errors import ConfigError
+
     out = tmp_path / "r"
     start_run("model-hash", out)
-    with pytest.raises(FileExistsError, match="--resume"):
+    with pytest.raises(ConfigError, match="--resume") as err:
         start_run("model-hash", out)
+    assert err.value.option == "--out"
     start_run("model-hash", out, resume=True)  # allowed
 
 

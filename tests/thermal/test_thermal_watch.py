@@ -220,7 +220,8 @@ def test_ctrl_c_is_forwarded_to_the_command(tmp_path):
     _, err = p.communicate(timeout=20)
     assert p.returncode == 128 + signal.SIGINT, err
     rep = load(out)
-    assert rep["status"] == "aborted" and rep["results"]["interrupts"] == 1
+    assert rep["status"] == "interrupted" and rep["results"]["interrupts"] == 1
+    assert rep["interrupt"]["signal"] == "SIGINT"
     assert rep["results"]["child"]["signal"] == "SIGINT"
 
 

@@ -127,7 +127,8 @@ std::vector<float> Ds4Session::verify(const std::vector<int32_t>& tokens) {
     return logits;
 }
 
-std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool exact) {
+std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool exact,
+                                       const std::function<bool()>& stop_requested) {
     if (tokens.empty()) throw ArgumentError("prefill needs at least one token");
     check_tokens(tokens.data(), (int64_t)tokens.size());  // fail before any state changes
     const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : kBlock;
@@ -145,6 +146,7 @@ std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool 
         if (b + len == n) want[len - 1] = true;  // only the last token's logits are returned
         forward(tokens.data() + b, len, want, logits);
         b += len;
+        if (stop_requested && b < n && stop_requested()) return {};
     }
     return logits;
 }

@@ -10,6 +10,7 @@
 // a fixed sequence of backend operations with one synchronisation at the end.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,7 +74,10 @@ public:
     // Feeds the tokens; returns the logits of the last one. exact: one token at
     // a time; batched: blocks of up to kBlock tokens ending on ratio-4
     // boundaries (same results, as the forward is block-width invariant).
-    std::vector<float> prefill(const std::vector<int32_t>& tokens, bool exact);
+    // stop_requested, if given, is asked after each block: true stops the prefill
+    // there (the blocks fed so far stay fed) and the result is empty (Ctrl-C).
+    std::vector<float> prefill(const std::vector<int32_t>& tokens, bool exact,
+                               const std::function<bool()>& stop_requested = {});
 
     // Features captured during the last decode / verify / prefill, row-major
     // [tokens][capture_layers.size()][n_embd] (empty without capture layers).

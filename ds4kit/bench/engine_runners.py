@@ -1,6 +1,7 @@
-"""The two engines `ds4kit bench engine` compares, behind one small interface.
+"""The two engines `ds4kit bench engine` compares, each behind one small "engine runner"
+(not to be confused with the engine's compute backends, cpu/cuda/hip).
 
-Each backend loads a GGUF with a given thread count and offers:
+Each runner loads a GGUF with a given thread count and offers:
     prefill(tokens)        a fresh sequence, all tokens fed, logits of the last one computed
     start(token)           a fresh sequence with one token fed (the untimed start of a tg test)
     decode(token)          one more token fed, its logits computed
@@ -22,20 +23,24 @@ class LlamaCppUnavailable(RuntimeError):
     """llama-cpp-python cannot be imported (or was hidden on purpose)."""
 
 
-class Ds4kitBackend:
+class Ds4kitRunner:
+    """The embedded engine, built by the same target helper as every other command
+    (ds4kit.targets), with the backend and numerics the bench was given."""
+
     name = "ds4kit"
 
-    def __init__(self, path: str, threads: int, n_ctx: int, prefill_mode: str):
-        from ds4kit.engine import Model
+    def __init__(self, target_spec: dict[str, Any], n_ctx: int, prefill_mode: str):
+        from ds4kit.targets import TargetOptions, build_target
 
-        self._model = Model.load(path, threads=threads)
+        self._target = build_target(TargetOptions.from_spec(target_spec))
+        self._target.load()
         self._n_ctx = n_ctx
         self._mode = prefill_mode
         self._session = None
 
     def new_sequence(self) -> None:
         # A fresh session per test, like llama-bench clearing the KV cache; allocation is not timed.
-        self._session = self._model.session(max_ctx=self._n_ctx)
+        self._session = self._target.session(self._n_ctx)
 
     def prefill(self, tokens: list[int]) -> None:
         self._session.prefill(tokens, mode=self._mode)
@@ -46,14 +51,19 @@ class Ds4kitBackend:
     def info(self) -> dict[str, Any]:
         from ds4kit import _engine
 
+        target = self._target.describe()
+        n = target["numerics"]
         return {
             "build_info": dict(_engine.build_info),
             "cpu_features": _engine.cpu_features(),
-            "threads": self._model.threads,
-            "backend": self._model.backend,
+            "threads": target["threads"],
+            "backend": target["backend_resolved"],
             "prefill_mode": self._mode,
+            "numerics": n,
             "computes": ("prefill: logits of the last token only (Session.prefill, mode " + self._mode
-                         + "); decode: logits of every token; KV cache fp8, indexer fp4 (session defaults)"),
+                         + "); decode: logits of every token; KV rows "
+                         + ("through an FP8-E4M3 round trip" if n["fp8_kv"] else "kept without FP8 rounding")
+                         + ", indexer " + ("with" if n["indexer_fp4"] else "without") + " FP4 rounding"),
         }
 
 
@@ -67,7 +77,7 @@ def import_llama_cpp():
     return llama_cpp
 
 
-class LlamaCppBackend:
+class LlamaCppRunner:
     name = "llama.cpp"
 
     def __init__(self, path: str, threads: int, n_ctx: int, n_batch: int):
@@ -102,13 +112,16 @@ class LlamaCppBackend:
             "threads": self._threads,
             "n_batch": self._n_batch,
             "computes": ("prefill: Llama.eval in n_batch chunks, logits_all=False so only the last row's "
-                         "logits; decode: Llama.eval of one token, its logits; KV cache default type (f16)"),
+                         "logits; decode: Llama.eval of one token, its logits; KV cache default type (f16), "
+                         "no FP8 round trip of KV rows and no FP4 rounding in the indexer"),
+            "numerics": {"fp8_kv": False, "indexer_fp4": False},
         }
 
 
-def make_backend(engine: str, path: str, threads: int, n_ctx: int, prefill_mode: str, n_batch: int):
+def make_runner(engine: str, spec: dict[str, Any]):
+    """The runner for `engine` from the bench's worker spec (model, threads, n_ctx, ...)."""
     if engine == "ds4kit":
-        return Ds4kitBackend(path, threads, n_ctx, prefill_mode)
+        return Ds4kitRunner(spec["target"], spec["n_ctx"], spec["prefill_mode"])
     if engine == "llama.cpp":
-        return LlamaCppBackend(path, threads, n_ctx, n_batch)
+        return LlamaCppRunner(spec["model"], spec["threads"], spec["n_ctx"], spec["n_batch"])
     raise ValueError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")

@@ -1,0 +1,51 @@
+"""The flags of every command that runs the engine, and the target they build (one place).
+
+    @click.command()
+    @model_option()                  # -m/--model (bench engine takes MODEL as an argument instead)
+    @engine_options
+    def cmd(model, backend, threads, fp8_kv, indexer_fp4, ...):
+        target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ds4kit.targets.options import BACKEND_CHOICES, Numerics, TargetOptions, build_target
+
+
+def model_option(help_text: str = "deepseek4 GGUF (default: the built-in synthetic demo model)."):
+    return click.option("--model", "-m", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                        help=help_text)
+
+
+def engine_options(f):
+    """--backend, --threads, --fp8-kv/--no-fp8-kv, --indexer-fp4/--no-indexer-fp4."""
+    options = [
+        click.option("--backend", type=click.Choice(BACKEND_CHOICES), default="auto", show_default=True,
+                     help="Engine backend; auto picks a GPU backend when one is built and present, else cpu."),
+        click.option("--threads", "-t", type=click.IntRange(min=0), default=None,
+                     help="CPU threads (default or 0: every CPU this process may use)."),
+        click.option("--fp8-kv/--no-fp8-kv", default=True, show_default=True,
+                     help="Round stored KV rows through FP8-E4M3 as D does; --no-fp8-kv keeps them as llama.cpp does."),
+        click.option("--indexer-fp4/--no-indexer-fp4", default=True, show_default=True,
+                     help="Round the indexer's keys and queries to FP4 as D does; --no-indexer-fp4 as llama.cpp."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def target_options(model: Path | str | None, backend: str, threads: int | None, fp8_kv: bool, indexer_fp4: bool,
+                   *, fallback: str = "demo", model_flag: str = "--model") -> TargetOptions:
+    return TargetOptions(model=model, backend=backend, threads=threads or None,
+                         numerics=Numerics(fp8_kv=fp8_kv, indexer_fp4=indexer_fp4), fallback=fallback,
+                         model_flag=model_flag)
+
+
+def build_target_from_flags(model: Path | str | None, backend: str, threads: int | None, fp8_kv: bool,
+                            indexer_fp4: bool, *, fallback: str = "demo", model_flag: str = "--model"):
+    """The unloaded target (the job loads it inside its run); says which model runs without one."""
+    options = target_options(model, backend, threads, fp8_kv, indexer_fp4, fallback=fallback, model_flag=model_flag)
+    return build_target(options, say=lambda m: click.echo(m, err=True))

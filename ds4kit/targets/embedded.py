@@ -1,0 +1,81 @@
+"""The embedded engine as a target: `ds4kit.engine.Model` with the numerics the user chose."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ds4kit.engine.generate import GenerationConfig, GenerationResult, TokenEvent, generate
+from ds4kit.targets.capabilities import Capabilities, ModelIdentity
+from ds4kit.targets.options import TargetOptions
+
+EMBEDDED_CAPABILITIES = Capabilities(logits=True, verify=True, snapshot=True, rewind=True, drafter=False,
+                                     token_ids=True, top_logprobs=True, server_timings=False)
+
+
+class EmbeddedTarget:
+    kind = "embedded"
+    capabilities = EMBEDDED_CAPABILITIES
+
+    def __init__(self, path: Path, options: TargetOptions, synthetic_model: str | None = None):
+        self.path = Path(path)
+        self.options = options
+        self.synthetic_model = synthetic_model
+        self._model = None
+
+    # -- lifecycle ----------------------------------------------------------
+    def load(self) -> None:
+        if self._model is None:
+            from ds4kit.engine import Model
+
+            self._model = Model.load(self.path, backend=self.options.backend, threads=self.options.resolved_threads)
+
+    @property
+    def model(self):
+        """The loaded ds4kit.engine.Model (load() first)."""
+        if self._model is None:
+            raise RuntimeError("the target is not loaded yet: call load() first")
+        return self._model
+
+    # -- what it is -----------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        loaded = self._model is not None
+        return {
+            "kind": self.kind,
+            "backend": self.options.backend,
+            "backend_resolved": self._model.backend if loaded else None,
+            "threads": self._model.threads if loaded else self.options.threads,
+            "numerics": self.options.numerics.as_dict(),
+            "capabilities": self.capabilities.as_dict(),
+            "synthetic_model": self.synthetic_model,
+        }
+
+    def manifest_entry(self) -> dict[str, Any]:
+        return self.model.manifest_entry()
+
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(self.path, self.model.name, self.model.architecture)
+
+    # -- text ---------------------------------------------------------------
+    def tokenize(self, text: str, parse_special: bool = True) -> list[int]:
+        return self.model.encode(text, parse_special=parse_special)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self.model.decode(ids)
+
+    def render_chat(self, messages: list[dict[str, Any]], thinking: bool = False, effort: str | None = None) -> str:
+        return self.model.render_chat(messages, thinking=thinking, effort=effort)
+
+    def token_id(self, piece: str) -> int:
+        return self.model.token_id(piece)
+
+    # -- running ------------------------------------------------------------
+    def session(self, max_ctx: int):
+        """A fresh engine session with this target's numerics (capabilities logits, verify, snapshot)."""
+        n = self.options.numerics
+        return self.model.session(max_ctx, fp8_kv=n.fp8_kv, indexer_fp4=n.indexer_fp4)
+
+    def generate(self, prompt_ids: Sequence[int], config: GenerationConfig, *, max_ctx: int,
+                 on_token: Callable[[TokenEvent], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> GenerationResult:
+        return generate(self.session(max_ctx), self.model.tokenizer, prompt_ids, config, on_token=on_token,
+                        should_stop=should_stop)
