@@ -6,6 +6,7 @@ token reads (the memory-bandwidth floor of decode).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -53,8 +54,16 @@ class ModelFile:
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: model file not found")
         self.gguf = gguf if gguf is not None else _engine().GGUFFile(str(self.path))
-        self.metadata: dict[str, Any] = dict(self.gguf.metadata)
-        self.tensors = [
+
+    # Converted to Python on first use: the vocabulary and merges alone are tens of MB of Python
+    # objects, which a process that only runs the engine (a bench worker) never needs.
+    @functools.cached_property
+    def metadata(self) -> dict[str, Any]:
+        return dict(self.gguf.metadata)
+
+    @functools.cached_property
+    def tensors(self) -> list[TensorSummary]:
+        return [
             TensorSummary(t.name, t.type_name, int(t.type_id), tuple(int(d) for d in t.shape),
                           int(t.n_elements), int(t.nbytes))
             for t in self.gguf.tensors

@@ -8,8 +8,7 @@ namespace ds4 {
 Ds4Model::Ds4Model(const std::string& path, int threads, const std::string& backend)
     : file_(path),
       hp_(read_ds4_hparams(file_)),
-      w_(load_ds4_weights(file_, hp_)),
-      tokenizer_(file_.has("tokenizer.ggml.tokens") ? tokenizer_from_gguf(file_) : nullptr) {
+      w_(load_ds4_weights(file_, hp_)) {
     RopeSpec plain;
     plain.n_rot = hp_.n_rot;
     plain.freq_base = hp_.rope_freq_base;
@@ -28,7 +27,11 @@ Ds4Model::Ds4Model(const std::string& path, int threads, const std::string& back
 }
 
 const Tokenizer& Ds4Model::tokenizer() const {
-    if (!tokenizer_) throw FormatError(path() + ": GGUF metadata lacks 'tokenizer.ggml.tokens'; the model has no tokenizer");
+    if (!file_.has("tokenizer.ggml.tokens")) {
+        throw FormatError(path() + ": GGUF metadata lacks 'tokenizer.ggml.tokens'; the model has no tokenizer");
+    }
+    // call_once: two Python threads may ask at once; an exception leaves it unbuilt (retried).
+    std::call_once(tokenizer_once_, [this] { tokenizer_ = tokenizer_from_gguf(file_); });
     return *tokenizer_;
 }
 

@@ -3,6 +3,7 @@
 // and the tokenizer. Sessions share it read-only.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,9 @@ public:
     Backend& backend() const { return *backend_; }
     // RoPE of layer il: plain for ratio 0, YaRN with the compressed base otherwise.
     const RopeSpec& rope(int64_t il) const { return rope_[(size_t)il]; }
-    // The tokenizer the file describes, built from its metadata at load; a file
-    // without tokenizer metadata (some test models) loads, and this throws FormatError.
+    // The tokenizer the file describes, built from its metadata on first use (a
+    // process that only runs the engine does not pay its memory); a file without
+    // tokenizer metadata (some test models) loads, and this throws FormatError.
     const Tokenizer& tokenizer() const;
 
 private:
@@ -38,7 +40,8 @@ private:
     Ds4Weights w_;
     std::vector<RopeSpec> rope_;
     std::unique_ptr<Backend> backend_;
-    std::unique_ptr<Tokenizer> tokenizer_;
+    mutable std::once_flag tokenizer_once_;
+    mutable std::unique_ptr<Tokenizer> tokenizer_;
 };
 
 }  // namespace ds4

@@ -53,10 +53,8 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
                                 std::to_string(hp.n_layer - 1));
         }
     }
-    Backend& be = model_->backend();
-    logits_buf_ = be.alloc((size_t)(kBlock * hp.n_vocab) * sizeof(float));
     const int64_t n_cap = (int64_t)opt_.capture_layers.size();
-    if (n_cap) capture_buf_ = be.alloc((size_t)(kBlock * n_cap * hp.n_embd) * sizeof(float));
+    if (n_cap) capture_buf_ = model_->backend().alloc((size_t)(kBlock * n_cap * hp.n_embd) * sizeof(float));
 }
 
 Ds4Snapshot Ds4Session::snapshot() const {
@@ -190,6 +188,12 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
     }
     const size_t off = logits.size();
     if (m > 0) {  // a prefill block whose logits nobody reads skips the LM head
+        // Sized for the most rows asked so far (decode and prefill need one, a verify up to
+        // kBlock): grows a few times per session, never per token.
+        if (logits_rows_ < m) {
+            logits_buf_ = be.alloc((size_t)(m * hp.n_vocab) * sizeof(float));
+            logits_rows_ = m;
+        }
         runner_.head(w, m == n ? act_.X : act_.X2, act_, m, logits_buf_->as<float>());
         logits.resize(off + (size_t)(m * hp.n_vocab));
         be.download(logits.data() + off, logits_buf_->as<const float>(), m * hp.n_vocab);

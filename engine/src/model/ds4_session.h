@@ -105,6 +105,7 @@ private:
     Ds4Activations act_;  // block buffers in backend memory, sized once for kBlock tokens
     Ds4BlockRunner runner_;
     std::unique_ptr<DeviceBuffer> logits_buf_, capture_buf_;
+    int64_t logits_rows_ = 0;  // rows logits_buf_ holds
     std::vector<float> captured_;
 };
 
