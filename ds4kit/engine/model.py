@@ -17,19 +17,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ds4kit.engine.model_file import ModelFile
+from ds4kit.engine.native import engine_module
 from ds4kit.engine.session import Session
 
 BACKENDS = ("auto", "cpu", "cuda", "hip")
-
-
-def _engine():
-    try:
-        from ds4kit import _engine
-    except ImportError as exc:  # pragma: no cover - only without a built engine
-        raise RuntimeError(
-            "the ds4kit engine extension is not built; run `pip install .` (or scripts/dev-build in a checkout)"
-        ) from exc
-    return _engine
 
 
 def usable_cpus() -> int:
@@ -61,7 +52,7 @@ class Model:
         check_backend_name(backend)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: model file not found")
-        native = _engine().Model(str(path), threads=usable_cpus() if threads is None else int(threads),
+        native = engine_module().Model(str(path), threads=usable_cpus() if threads is None else int(threads),
                                  backend=backend)
         return cls(native, path)
 
@@ -145,4 +136,4 @@ class Model:
 
 def available_backends() -> dict[str, str]:
     """Each backend name and whether this build and machine can run it ('ok' or the reason)."""
-    return dict(_engine().available_backends())
+    return dict(engine_module().available_backends())

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ds4kit.engine.native import engine_module
+
 # Routed-expert tensors: a decoded token reads only expert_used_count of expert_count slices.
 _EXPERT_TENSOR = re.compile(r"\.ffn_(gate|up|down|gate_up)_exps\.")
 _EMBEDDING = {"token_embd.weight"}
@@ -33,16 +35,6 @@ class TensorSummary:
     nbytes: int
 
 
-def _engine():
-    try:
-        from ds4kit import _engine
-    except ImportError as exc:  # pragma: no cover - only without a built engine
-        raise RuntimeError(
-            "the ds4kit engine extension is not built; run `pip install .` (or scripts/dev-build in a checkout)"
-        ) from exc
-    return _engine
-
-
 class ModelFile:
     """A GGUF model opened (memory-mapped) by the engine's reader.
 
@@ -53,7 +45,7 @@ class ModelFile:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: model file not found")
-        self.gguf = gguf if gguf is not None else _engine().GGUFFile(str(self.path))
+        self.gguf = gguf if gguf is not None else engine_module().GGUFFile(str(self.path))
 
     # Converted to Python on first use: the vocabulary and merges alone are tens of MB of Python
     # objects, which a process that only runs the engine (a bench worker) never needs.
