@@ -4,6 +4,6 @@
 without loading the model (ds4kit model info)."""
 from ds4kit.engine.model import BACKENDS, Model, available_backends
 from ds4kit.engine.model_file import ModelFile, open_model_file
-from ds4kit.engine.session import Session
+from ds4kit.engine.session import Session, Snapshot
 
-__all__ = ["BACKENDS", "Model", "ModelFile", "Session", "available_backends", "open_model_file"]
+__all__ = ["BACKENDS", "Model", "ModelFile", "Session", "Snapshot", "available_backends", "open_model_file"]

@@ -131,7 +131,8 @@ class Model:
         capture_layers / capture_at ('input' or 'output'): record those layers' HC-stream mean per
         token (Session.captured)."""
         return Session(self._m.session(int(max_ctx), fp8_kv=bool(fp8_kv), indexer_fp4=bool(indexer_fp4),
-                                       capture_layers=[int(i) for i in capture_layers], capture_at=capture_at))
+                                       capture_layers=[int(i) for i in capture_layers], capture_at=capture_at),
+                       model=self)
 
 
 def available_backends() -> dict[str, str]:

@@ -22,6 +22,56 @@ def _token_list(tokens: Sequence[int] | np.ndarray) -> list[int]:
     return [int(t) for t in np.asarray(tokens).reshape(-1)]
 
 
+class Snapshot:
+    """A session's state at one position (a deep copy): restore it into a session of the same model
+    and options any number of times, or save it to a file and load it in another process.
+
+        snap = session.snapshot(); snap.save("turn1.ds4snap")
+        snap = Snapshot.load("turn1.ds4snap", model); session.restore(snap)
+    """
+
+    def __init__(self, native: Any, model: Any):
+        self._snap = native
+        self._model = model
+
+    @property
+    def pos(self) -> int:
+        return self._snap.pos
+
+    @property
+    def bytes(self) -> int:
+        return self._snap.bytes
+
+    @property
+    def tokens(self) -> list[int]:
+        """The token ids the state covers (positions 0 .. pos-1)."""
+        return list(self._snap.tokens)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return {"max_ctx": self._snap.max_ctx, "fp8_kv": self._snap.fp8_kv, "indexer_fp4": self._snap.indexer_fp4}
+
+    def save(self, path) -> Any:
+        """Write it to `path` atomically (ds4kit.engine.snapshot_file); returns the path."""
+        from ds4kit.engine.snapshot_file import write_snapshot
+
+        return write_snapshot(path, self._snap, self._model)
+
+    @classmethod
+    def load(cls, path, model: Any) -> "Snapshot":
+        """A snapshot file of `model`; SnapshotFileError names what is wrong (another model or format
+        version, a truncated or corrupt file)."""
+        from ds4kit.engine.snapshot_file import read_snapshot
+
+        f = read_snapshot(path, model)
+        h = f["header"]
+        o = h["options"]
+        native = model._m.snapshot_from_image(int(o["max_ctx"]), bool(o["fp8_kv"]), bool(o["indexer_fp4"]),
+                                              int(h["pos"]), int(h["hwm"]), [int(t) for t in f["tokens"]],
+                                              f["arrays"])
+        return cls(native, model)
+
+
 class Session:
     """One sequence: raw KV ring, compressed rows, compressor/indexer state, position.
 
@@ -29,8 +79,9 @@ class Session:
     records, per token, the mean of the 4 HC streams after (or before) chosen layers: a DSpark
     drafter's features."""
 
-    def __init__(self, native: Any):
+    def __init__(self, native: Any, model: Any = None):
         self._s = native
+        self._model = model
 
     @property
     def pos(self) -> int:
@@ -67,13 +118,19 @@ class Session:
     def state_bytes(self) -> int:
         return self._s.state_bytes
 
-    def snapshot(self) -> Any:
-        """A deep copy of the state now (`.pos`, `.bytes`); `restore` returns to it, any number of times."""
-        return self._s.snapshot()
+    @property
+    def tokens(self) -> list[int]:
+        """The token ids fed so far (positions 0 .. pos-1)."""
+        return list(self._s.tokens)
 
-    def restore(self, snapshot: Any) -> None:
-        """Back to `snapshot` (taken from a session of the same model and options)."""
-        self._s.restore(snapshot)
+    def snapshot(self) -> Snapshot:
+        """A deep copy of the state now (`.pos`, `.bytes`, `.tokens`, `.save(path)`); `restore` returns to
+        it, any number of times."""
+        return Snapshot(self._s.snapshot(), self._model)
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Back to `snapshot` (taken from, or loaded for, a session of the same model and options)."""
+        self._s.restore(snapshot._snap if isinstance(snapshot, Snapshot) else snapshot)
 
     def rewind(self, n: int) -> None:
         """Take back the last `n` positions (rejected draft tokens), at a cost independent of the

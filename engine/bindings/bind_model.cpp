@@ -184,7 +184,27 @@ void bind_model(py::module_& m) {
     using ds4::Ds4Session;
     py::class_<ds4::Ds4Snapshot>(m, "Snapshot", "A session's state at one position (Session.snapshot)")
         .def_property_readonly("pos", [](const ds4::Ds4Snapshot& s) { return s.pos; })
-        .def_property_readonly("bytes", [](const ds4::Ds4Snapshot& s) { return s.state ? s.state->bytes() : 0; });
+        .def_property_readonly("bytes", [](const ds4::Ds4Snapshot& s) { return s.state ? s.state->bytes() : 0; })
+        .def_property_readonly("max_ctx", [](const ds4::Ds4Snapshot& s) { return s.max_ctx; })
+        .def_property_readonly("fp8_kv", [](const ds4::Ds4Snapshot& s) { return s.fp8_kv; })
+        .def_property_readonly("indexer_fp4", [](const ds4::Ds4Snapshot& s) { return s.indexer_fp4; })
+        .def_property_readonly("tokens", [](const ds4::Ds4Snapshot& s) { return s.tokens; })
+        .def(
+            "image",
+            [](const ds4::Ds4Snapshot& s) {
+                ds4::SeqStateImage img = s.state->to_image();
+                py::list arrays;
+                for (std::vector<float>& a : img.arrays) {
+                    const auto n = (py::ssize_t)a.size();
+                    arrays.append(to_array(std::move(a), {n}));
+                }
+                py::dict d;
+                d["pos"] = img.pos;
+                d["hwm"] = img.hwm;
+                d["arrays"] = arrays;
+                return d;
+            },
+            "The state's arrays on the host: {pos, hwm, arrays: [float32 1-D arrays in the backend's order]}");
     py::class_<Ds4Session>(m, "Session", "Sequential state of one sequence (ring, compressed rows, position)")
         .def_property_readonly("pos", &Ds4Session::pos)
         .def_property_readonly("max_ctx", &Ds4Session::max_ctx)
@@ -198,6 +218,7 @@ void bind_model(py::module_& m) {
              "Take back the last n positions (n <= max_rewind), at a cost independent of the context")
         .def_property_readonly("max_rewind", &Ds4Session::max_rewind,
                                "How many positions rewind() can take back now")
+        .def_property_readonly("tokens", &Ds4Session::tokens, "Token ids fed so far (positions 0 .. pos-1)")
         .def_property_readonly("capture_layers", [](const Ds4Session& s) { return s.options().capture_layers; })
         .def_property_readonly("capture_at",
                                [](const Ds4Session& s) { return s.options().capture_input ? "input" : "output"; })
@@ -295,6 +316,23 @@ void bind_model(py::module_& m) {
         .def_property_readonly("backend", [](const Ds4Model& md) { return md.backend().name(); })
         .def_property_readonly("backend_kind", [](const Ds4Model& md) { return md.backend().kind(); })
         .def_property_readonly("threads", [](const Ds4Model& md) { return md.backend().n_threads(); })
+        .def(
+            "snapshot_from_image",
+            [](std::shared_ptr<Ds4Model> md, int64_t max_ctx, bool fp8_kv, bool indexer_fp4, int64_t pos, int64_t hwm,
+               const std::vector<int64_t>& tokens64, const std::vector<F32In>& arrays) {
+                ds4::Ds4SessionOptions opt;
+                opt.max_ctx = max_ctx;
+                opt.fp8_kv = fp8_kv;
+                opt.indexer_fp4 = indexer_fp4;
+                ds4::SeqStateImage img;
+                img.pos = pos;
+                img.hwm = hwm;
+                for (const F32In& a : arrays) img.arrays.emplace_back(a.data(), a.data() + a.size());
+                return ds4::snapshot_from_image(md, opt, img, token_ids(tokens64));
+            },
+            py::arg("max_ctx"), py::arg("fp8_kv"), py::arg("indexer_fp4"), py::arg("pos"), py::arg("hwm"),
+            py::arg("tokens"), py::arg("arrays"),
+            "A Snapshot of this model rebuilt from Snapshot.image() values (a snapshot file)")
         .def_property_readonly("gguf", &Ds4Model::file, py::return_value_policy::reference_internal,
                                "The GGUF file the model computes on (the same mapping)")
         .def_property_readonly("tokenizer", &Ds4Model::tokenizer, py::return_value_policy::reference_internal,

@@ -57,6 +57,15 @@ struct SeqShape {
 // than any later step reads, so taking back up to max_rewind positions (counted
 // from the highest position ever stored) only moves the position and drops the
 // compressed and indexer rows appended past it: no copy, whatever the context.
+// A sequence state copied to the host, for snapshot files: the positions and the
+// backend's arrays in a fixed order (per layer: window ring, compressed rows, indexer
+// rows, compressor rings), each as float32 values. Backend::seq_state_from_image
+// rebuilds the state on any backend whose state has the same shape.
+struct SeqStateImage {
+    int64_t pos = 0, hwm = 0;
+    std::vector<std::vector<float>> arrays;
+};
+
 class SeqState {
 public:
     explicit SeqState(const SeqShape& shape) : shape_(shape) {}
@@ -70,6 +79,7 @@ public:
         return r ? pos_ / r : 0;
     }
     int64_t n_idx(int64_t il) const { return shape_.ratios[(size_t)il] == 4 ? pos_ / 4 : 0; }
+    int64_t high_water() const { return hwm_; }  // highest position + 1 ever stored
     // The lowest position rewind_to accepts: no ring slot a position at or above it
     // needs has been overwritten since (every write lies below it + max_rewind).
     int64_t rewind_floor() const { return hwm_ > shape_.max_rewind ? hwm_ - shape_.max_rewind : 0; }
@@ -85,8 +95,15 @@ public:
     virtual int64_t bytes() const = 0;  // memory held now
     // A deep copy on the same backend: a snapshot to restore later.
     virtual std::unique_ptr<SeqState> clone() const = 0;
+    // The state's arrays on the host (a snapshot file's payload).
+    virtual SeqStateImage to_image() const = 0;
 
 protected:
+    // For a state rebuilt from an image: the positions it covers.
+    void set_positions(int64_t pos, int64_t hwm) {
+        pos_ = pos;
+        hwm_ = hwm;
+    }
     // Release what was stored past position p (rows are counted from positions anyway).
     virtual void drop_after(int64_t p) = 0;
 
@@ -229,6 +246,9 @@ public:
 
     // ---- Sequence state ----
     virtual std::unique_ptr<SeqState> new_seq_state(const SeqShape& shape) = 0;
+    // A state of this shape holding an image's arrays (ArgumentError naming the array whose
+    // length does not fit the shape, or positions that do not).
+    virtual std::unique_ptr<SeqState> seq_state_from_image(const SeqShape& shape, const SeqStateImage& image) = 0;
 
     // Stores the KV rows (already rotated and rounded) of n tokens at positions p0 ..
     // of layer il in its window ring, as F16. At most shape.max_block tokens per block.

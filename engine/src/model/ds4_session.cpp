@@ -47,6 +47,7 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
       runner_(model_->backend(), model_->hparams(), clock_) {
     const Ds4Hparams& hp = model_->hparams();
     clock_.enabled = profile_from_env();
+    tokens_.reserve((size_t)opt_.max_ctx);  // 4 bytes a position: no growth while feeding
     for (int64_t il : opt_.capture_layers) {
         if (il < 0 || il >= hp.n_layer) {
             throw ArgumentError("capture layer " + std::to_string(il) + " is outside the model's layers 0.." +
@@ -64,7 +65,32 @@ Ds4Snapshot Ds4Session::snapshot() const {
     s.max_ctx = opt_.max_ctx;
     s.fp8_kv = opt_.fp8_kv;
     s.indexer_fp4 = opt_.indexer_fp4;
+    s.tokens = tokens_;
     s.state = state_->clone();
+    return s;
+}
+
+Ds4Snapshot snapshot_from_image(const std::shared_ptr<const Ds4Model>& model, const Ds4SessionOptions& opt,
+                                const SeqStateImage& image, std::vector<int32_t> tokens) {
+    if ((int64_t)tokens.size() != image.pos) {
+        throw ArgumentError("snapshot: " + std::to_string(tokens.size()) + " token ids for a state at position " +
+                            std::to_string(image.pos));
+    }
+    const int64_t V = model->hparams().n_vocab;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] < 0 || tokens[i] >= V) {
+            throw ArgumentError("snapshot: token id " + std::to_string(tokens[i]) + " (at position " +
+                                std::to_string(i) + ") is outside the vocabulary 0.." + std::to_string(V - 1));
+        }
+    }
+    Ds4Snapshot s;
+    s.owner_model = model.get();
+    s.pos = image.pos;
+    s.max_ctx = checked_max_ctx(opt.max_ctx);
+    s.fp8_kv = opt.fp8_kv;
+    s.indexer_fp4 = opt.indexer_fp4;
+    s.tokens = std::move(tokens);
+    s.state = model->backend().seq_state_from_image(seq_shape(model->hparams(), opt.max_ctx), image);
     return s;
 }
 
@@ -80,6 +106,7 @@ void Ds4Session::restore(const Ds4Snapshot& snap) {
                             ", indexer_fp4 " + std::to_string(opt_.indexer_fp4) + ")");
     }
     state_ = snap.state->clone();
+    tokens_ = snap.tokens;
 }
 
 void Ds4Session::rewind(int64_t n) {
@@ -90,6 +117,7 @@ void Ds4Session::rewind(int64_t n) {
                             " from the highest position stored, " + std::to_string(state_->pos()) + " stored)");
     }
     state_->rewind_to(state_->pos() - n);
+    tokens_.resize((size_t)state_->pos());
 }
 
 void Ds4Session::check_tokens(const int32_t* tokens, int64_t n) const {
@@ -176,6 +204,7 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
         capture(il, false);
     }
     state_->commit(n);
+    tokens_.insert(tokens_.end(), tokens, tokens + n);
 
     // Output head on the tokens whose logits are wanted: all of them (decode, verify) in
     // place, else the wanted ones gathered into X2 (a prefill block's last token).

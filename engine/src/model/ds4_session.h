@@ -40,8 +40,14 @@ struct Ds4Snapshot {
     int64_t pos = 0;
     int64_t max_ctx = 0;
     bool fp8_kv = true, indexer_fp4 = true;
+    std::vector<int32_t> tokens;  // the token ids the state covers, positions 0 .. pos-1
     std::shared_ptr<const SeqState> state;
 };
+
+// A snapshot of `model` rebuilt from a state image (a snapshot file), for sessions with
+// these options; ArgumentError if the image or the tokens do not fit.
+Ds4Snapshot snapshot_from_image(const std::shared_ptr<const Ds4Model>& model, const Ds4SessionOptions& opt,
+                                const SeqStateImage& image, std::vector<int32_t> tokens);
 
 class Ds4Session {
 public:
@@ -79,6 +85,9 @@ public:
     std::vector<float> prefill(const std::vector<int32_t>& tokens, bool exact,
                                const std::function<bool()>& stop_requested = {});
 
+    // The token ids fed so far (positions 0 .. pos()-1; rewind and restore follow).
+    const std::vector<int32_t>& tokens() const { return tokens_; }
+
     // Features captured during the last decode / verify / prefill, row-major
     // [tokens][capture_layers.size()][n_embd] (empty without capture layers).
     const std::vector<float>& captured() const { return captured_; }
@@ -107,6 +116,7 @@ private:
     std::unique_ptr<DeviceBuffer> logits_buf_, capture_buf_;
     int64_t logits_rows_ = 0;  // rows logits_buf_ holds
     std::vector<float> captured_;
+    std::vector<int32_t> tokens_;
 };
 
 }  // namespace ds4

@@ -79,6 +79,7 @@ public:
     void argmax(Dev<const float> logits, int64_t n_rows, int64_t n, Dev<int32_t> out) override;
 
     std::unique_ptr<SeqState> new_seq_state(const SeqShape& shape) override;
+    std::unique_ptr<SeqState> seq_state_from_image(const SeqShape& shape, const SeqStateImage& image) override;
     void kv_store(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kv) override;
     void compress(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kappa, Dev<const float> gate,
                   int64_t ld, const CompressorParams& cp) override;

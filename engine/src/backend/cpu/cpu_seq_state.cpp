@@ -102,6 +102,68 @@ int64_t CpuSeqState::bytes() const {
     return b;
 }
 
+namespace {
+
+// The arrays of one layer in image order; the same list serves export (const) and import.
+template <class Layer>
+auto layer_arrays(Layer& L) {
+    std::vector<decltype(&L.ring)> a = {&L.ring};
+    if (L.ratio) a.insert(a.end(), {&L.comp_rows, &L.comp.kv, &L.comp.score});
+    if (L.ratio == 4) a.insert(a.end(), {&L.idx_rows, &L.idx_comp.kv, &L.idx_comp.score});
+    return a;
+}
+
+}  // namespace
+
+SeqStateImage CpuSeqState::to_image() const {
+    SeqStateImage img;
+    img.pos = pos();
+    img.hwm = high_water();
+    for (const CpuLayerState& L : layers) {
+        for (const std::vector<float>* v : layer_arrays(L)) img.arrays.push_back(*v);
+    }
+    return img;
+}
+
+std::unique_ptr<CpuSeqState> CpuSeqState::from_image(const SeqShape& shape, const SeqStateImage& img) {
+    auto st = std::make_unique<CpuSeqState>(shape);
+    if (img.pos < 0 || img.hwm < img.pos || img.hwm > shape.max_ctx) {
+        throw ArgumentError("state image: positions " + std::to_string(img.pos) + " (highest " +
+                            std::to_string(img.hwm) + ") do not fit max_ctx " + std::to_string(shape.max_ctx));
+    }
+    size_t k = 0;
+    for (size_t il = 0; il < st->layers.size(); ++il) {
+        CpuLayerState& L = st->layers[il];
+        L.n_comp = L.ratio ? img.pos / L.ratio : 0;
+        L.n_idx = L.ratio == 4 ? img.pos / 4 : 0;
+        // Stored rows follow from the positions; the rings keep their fixed size.
+        L.comp_rows.resize((size_t)(L.n_comp * shape.head_dim));
+        L.idx_rows.resize((size_t)(L.n_idx * shape.idx_dim));
+        for (std::vector<float>* v : layer_arrays(L)) {
+            if (k >= img.arrays.size()) {
+                throw ArgumentError("state image: " + std::to_string(img.arrays.size()) +
+                                    " arrays, too few for the model's layers");
+            }
+            if (img.arrays[k].size() != v->size()) {
+                throw ArgumentError("state image: array " + std::to_string(k) + " (layer " + std::to_string(il) +
+                                    ") holds " + std::to_string(img.arrays[k].size()) + " values, the shape needs " +
+                                    std::to_string(v->size()));
+            }
+            *v = img.arrays[k++];
+        }
+    }
+    if (k != img.arrays.size()) {
+        throw ArgumentError("state image: " + std::to_string(img.arrays.size()) + " arrays, the model's layers need " +
+                            std::to_string(k));
+    }
+    st->set_positions(img.pos, img.hwm);
+    return st;
+}
+
+std::unique_ptr<SeqState> CpuBackend::seq_state_from_image(const SeqShape& shape, const SeqStateImage& image) {
+    return CpuSeqState::from_image(shape, image);
+}
+
 CpuSeqState& cpu_state(SeqState& st) {
     auto* s = dynamic_cast<CpuSeqState*>(&st);
     if (!s) throw ArgumentError("sequence state was not made by the CPU backend");

@@ -46,6 +46,9 @@ public:
     explicit CpuSeqState(const SeqShape& shape);
     int64_t bytes() const override;
     std::unique_ptr<SeqState> clone() const override { return std::make_unique<CpuSeqState>(*this); }
+    SeqStateImage to_image() const override;
+    // The state an image describes (sizes checked against the shape).
+    static std::unique_ptr<CpuSeqState> from_image(const SeqShape& shape, const SeqStateImage& image);
 
     // Window row of position p (valid while p is among the last ring_rows stored).
     const float* ring_row(int64_t il, int64_t p) const {
