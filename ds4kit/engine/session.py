@@ -30,9 +30,12 @@ class Snapshot:
         snap = Snapshot.load("turn1.ds4snap", model); session.restore(snap)
     """
 
-    def __init__(self, native: Any, model: Any):
+    def __init__(self, native: Any, model: Any, last_logits: np.ndarray | None = None):
         self._snap = native
         self._model = model
+        # The logits of the last token it covers, when known: a restore can continue from them
+        # without feeding that token again (a prefix cache hit on a whole prompt).
+        self.last_logits = last_logits
 
     @property
     def pos(self) -> int:
@@ -55,7 +58,7 @@ class Snapshot:
         """Write it to `path` atomically (ds4kit.engine.snapshot_file); returns the path."""
         from ds4kit.engine.snapshot_file import write_snapshot
 
-        return write_snapshot(path, self._snap, self._model)
+        return write_snapshot(path, self._snap, self._model, self.last_logits)
 
     @classmethod
     def load(cls, path, model: Any) -> "Snapshot":
@@ -69,7 +72,7 @@ class Snapshot:
         native = model._m.snapshot_from_image(int(o["max_ctx"]), bool(o["fp8_kv"]), bool(o["indexer_fp4"]),
                                               int(h["pos"]), int(h["hwm"]), [int(t) for t in f["tokens"]],
                                               f["arrays"])
-        return cls(native, model)
+        return cls(native, model, f["last_logits"])
 
 
 class Session:
@@ -123,10 +126,10 @@ class Session:
         """The token ids fed so far (positions 0 .. pos-1)."""
         return list(self._s.tokens)
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, last_logits: np.ndarray | None = None) -> Snapshot:
         """A deep copy of the state now (`.pos`, `.bytes`, `.tokens`, `.save(path)`); `restore` returns to
-        it, any number of times."""
-        return Snapshot(self._s.snapshot(), self._model)
+        it, any number of times. last_logits: the logits of the last token fed, kept with it."""
+        return Snapshot(self._s.snapshot(), self._model, last_logits)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Back to `snapshot` (taken from, or loaded for, a session of the same model and options)."""

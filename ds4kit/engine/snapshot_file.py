@@ -5,7 +5,7 @@ then renamed: a reader never sees half a file under the final name):
 
     b"DS4KSNAP" | u32 format version | u32 header length | header (UTF-8 JSON)
     | token ids (int32 x pos) | state arrays (float32, lengths in the header)
-    | sha256 of everything before it (32 bytes)
+    | the last token's logits (float32, optional) | sha256 of everything before it (32 bytes)
 
 The header names the model (sha256 and size of the GGUF), the session options the state was
 made with (max_ctx, fp8_kv, indexer_fp4), the position, and the array lengths. Loading refuses,
@@ -42,10 +42,13 @@ def model_identity(model: Any) -> dict[str, Any]:
     return {"sha256": h.sha256, "size_bytes": h.size_bytes}
 
 
-def write_snapshot(path: str | os.PathLike, native: Any, model: Any) -> Path:
+def write_snapshot(path: str | os.PathLike, native: Any, model: Any, last_logits: Any = None) -> Path:
+    """last_logits: the logits of the last token the state covers (optional), so that a later
+    restore can continue without feeding a token again."""
     path = Path(path)
     image = native.image()
     arrays = [np.ascontiguousarray(a, dtype="<f4") for a in image["arrays"]]
+    logits = np.ascontiguousarray(last_logits if last_logits is not None else np.zeros(0), dtype="<f4")
     tokens = np.asarray(native.tokens, dtype="<i4")
     header = {
         "format_version": FORMAT_VERSION,
@@ -55,6 +58,7 @@ def write_snapshot(path: str | os.PathLike, native: Any, model: Any) -> Path:
         "hwm": image["hwm"],
         "n_tokens": int(tokens.size),
         "array_lengths": [int(a.size) for a in arrays],
+        "last_logits": int(logits.size),
     }
     head = json.dumps(header, sort_keys=True).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +67,7 @@ def write_snapshot(path: str | os.PathLike, native: Any, model: Any) -> Path:
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as f:
             for part in (_PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head, tokens.tobytes(),
-                         *(a.tobytes() for a in arrays)):
+                         *(a.tobytes() for a in arrays), logits.tobytes()):
                 digest.update(part)
                 f.write(part)
             f.write(digest.digest())
@@ -77,6 +81,28 @@ def write_snapshot(path: str | os.PathLike, native: Any, model: Any) -> Path:
             pass
         raise
     return path
+
+
+def read_header(path: str | os.PathLike) -> tuple[dict[str, Any], list[int]] | None:
+    """The header and token ids of a snapshot file, read without its arrays (a cache index
+    scans many files); None when it is not a readable snapshot of this format (the full load
+    checks size, checksum and model)."""
+    try:
+        with open(path, "rb") as f:
+            prefix = f.read(_PREFIX.size)
+            if len(prefix) < _PREFIX.size:
+                return None
+            magic, version, head_len = _PREFIX.unpack(prefix)
+            if magic != MAGIC or version != FORMAT_VERSION or head_len > 1 << 20:
+                return None
+            header = json.loads(f.read(head_len).decode("utf-8"))
+            n = int(header["n_tokens"])
+            raw = f.read(4 * n)
+            if len(raw) != 4 * n:
+                return None
+            return header, np.frombuffer(raw, dtype="<i4").tolist()
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return None
 
 
 def read_snapshot(path: str | os.PathLike, model: Any) -> dict[str, Any]:
@@ -97,9 +123,10 @@ def read_snapshot(path: str | os.PathLike, model: Any) -> dict[str, Any]:
         header = json.loads(data[_PREFIX.size:head_end].decode("utf-8"))
         n_tokens = int(header["n_tokens"])
         lengths = [int(n) for n in header["array_lengths"]]
+        n_logits = int(header["last_logits"])
     except (UnicodeDecodeError, ValueError, KeyError, TypeError):
         raise SnapshotFileError(f"{path}: corrupt snapshot header") from None
-    expected = head_end + 4 * n_tokens + 4 * sum(lengths) + _DIGEST
+    expected = head_end + 4 * n_tokens + 4 * sum(lengths) + 4 * n_logits + _DIGEST
     if len(data) != expected:
         what = "truncated" if len(data) < expected else "longer than its header says"
         raise SnapshotFileError(f"{path}: snapshot file {what}: {len(data)} bytes, expected {expected}")
@@ -116,4 +143,5 @@ def read_snapshot(path: str | os.PathLike, model: Any) -> dict[str, Any]:
     for n in lengths:
         arrays.append(np.frombuffer(data, dtype="<f4", count=n, offset=off))
         off += 4 * n
-    return {"header": header, "tokens": tokens, "arrays": arrays}
+    logits = np.frombuffer(data, dtype="<f4", count=n_logits, offset=off) if n_logits else None
+    return {"header": header, "tokens": tokens, "arrays": arrays, "last_logits": logits}
