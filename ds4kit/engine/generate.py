@@ -105,10 +105,15 @@ class GenerationResult:
     token_times_s: list[float]
     logprobs: list[dict[str, Any]] = field(default_factory=list)
     thinking_budget_hit_at: int | None = None
+    fed: int = 0              # prompt tokens already in the session (restored), not prefilled here
+
+    @property
+    def prefilled(self) -> int:
+        return len(self.prompt_ids) - self.fed
 
     @property
     def prefill_tok_s(self) -> float | None:
-        return len(self.prompt_ids) / self.prefill_s if self.prefill_s > 0 else None
+        return self.prefilled / self.prefill_s if self.prefill_s > 0 and self.prefilled else None
 
     @property
     def decode_tok_s(self) -> float | None:
@@ -131,7 +136,11 @@ def top_logprobs(logits: np.ndarray, k: int) -> tuple[np.ndarray, list[tuple[int
 
 def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: GenerationConfig,
              on_token: Callable[[TokenEvent], None] | None = None,
-             should_stop: Callable[[], bool] | None = None) -> GenerationResult:
+             should_stop: Callable[[], bool] | None = None, fed: int = 0,
+             first_logits: np.ndarray | None = None) -> GenerationResult:
+    """fed: the first `fed` prompt tokens are already in the session (restored from a prefix cache);
+    only the rest is prefilled, and penalties still see the whole prompt. fed == len(prompt_ids)
+    needs first_logits, the logits after the last of them."""
     from ds4kit import _engine
 
     cfg.validate()
@@ -147,11 +156,17 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
     if stop_requested():
         return GenerationResult(prompt, [], "", "interrupted", "before prefill", 0.0, 0.0, [])
 
+    if session.pos != fed or not 0 <= fed <= len(prompt) or (fed == len(prompt) and first_logits is None):
+        raise ValueError(f"generate: the session holds {session.pos} tokens, fed={fed} of a {len(prompt)}-token "
+                         "prompt (a whole fed prompt needs first_logits)")
     t0 = time.perf_counter()
-    logits = session.prefill(prompt, cfg.prefill_mode, should_stop=stop_requested)
+    if fed < len(prompt):
+        logits = session.prefill(prompt[fed:], cfg.prefill_mode, should_stop=stop_requested)
+    else:
+        logits = first_logits
     prefill_s = time.perf_counter() - t0
     if logits is None:  # stopped between two prefill blocks
-        return GenerationResult(prompt, [], "", "interrupted", "during prefill", prefill_s, 0.0, [])
+        return GenerationResult(prompt, [], "", "interrupted", "during prefill", prefill_s, 0.0, [], fed=fed)
     sampler = _engine.Sampler(params, int(logits.shape[0]))
 
     history = list(prompt)
@@ -210,4 +225,4 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
     text += decoder.decode(b"", final=True) if stop_reason != "stop_string" else ""
     decode_s = time.perf_counter() - decode_t0
     return GenerationResult(prompt, out, text, stop_reason, stop_detail, prefill_s, decode_s, times,
-                            logprob_rows, budget_hit)
+                            logprob_rows, budget_hit, fed)
