@@ -2,7 +2,6 @@
 cache-off run (the oracle), the second and later turns reuse at least their turn boundary, the
 actual reuse never exceeds the expected reuse (the longest common prefix with what the run
 processed before), an edited earlier turn misses, and a reply the file gives is not generated."""
-import numpy as np
 import pytest
 
 from ds4kit.chat.markers import EOS
