@@ -200,3 +200,17 @@ def test_a_drafter_that_does_not_fit_its_target(model):
         _engine.Drafter.load(str(d), _engine.Model(str(short), threads=1))
     with pytest.raises(_engine.FormatError, match="general.architecture"):
         _engine.Drafter.load(str(short), model)  # a target file is not a drafter
+
+
+def test_the_python_facade(files):
+    from ds4kit.engine import Drafter, Model
+    m = Model.load(files[0], backend="cpu", threads=2)
+    d = Drafter.load(files[1], m)
+    assert d.block_size == 5 and d.capture_layers == [2, 3, 4] and d.max_context == 16
+    s = m.session(64, fp8_kv=False, indexer_fp4=False, capture_layers=d.capture_layers)
+    last = s.prefill([3, 1, 4, 1, 5, 9], mode="exact")
+    out = d.propose(s.captured(), int(np.argmax(last)), 6)
+    native = _engine.Drafter.load(str(files[1]), _engine.Model(str(files[0]), threads=2))
+    assert np.array_equal(out["logits"], native.propose(s.captured(), int(np.argmax(last)), 6)["logits"])
+    with pytest.raises(FileNotFoundError):
+        Drafter.load(files[1].with_name("nope.gguf"), m)
