@@ -93,6 +93,28 @@ def test_drafter_matches_the_float64_reference(files, model, drafter, n_ctx):
     print(f"n_ctx {n_ctx}: worst logits rel error {worst:.2e}, confidence {conf_err:.2e}")
 
 
+def _compare(files, model, drafter, n_ctx, seed):
+    feats, tok, pos = _prompt_features(model, drafter, n_ctx, seed)
+    got = drafter.propose(feats, tok, pos)
+    want = propose(load_drafter(files[1]), reference_weights(files[0]), feats.astype(np.float64), tok, pos,
+                   prev_tokens=got["tokens"])
+    rel = [float(np.max(np.abs(got["logits"][i] - want["logits"][i])) / np.max(np.abs(want["logits"][i])))
+           for i in range(drafter.block_size)]
+    return max(rel), float(np.max(np.abs(got["confidence"] - want["confidence"])))
+
+
+def test_the_real_window_and_block(tmp_path):
+    """The field's window (128 context rows, from a 150-token prompt), 6 heads (a full and a partial group) and
+    block_size 5 with the field's capture layout (the target's last three layers)."""
+    files = _files("window128", swa_window=128, n_layer=6, compress_ratios=(0, 4, 128, 4, 128, 0), hash_layers=1)
+    m = _engine.Model(str(files[0]), threads=2)
+    d = _engine.Drafter.load(str(files[1]), m)
+    assert d.max_context == 128 and d.capture_layers == [3, 4, 5]
+    worst, conf = _compare(files, m, d, 150, 81)
+    assert worst <= TOL and conf <= TOL, (worst, conf)
+    print(f"window 128: worst logits rel error {worst:.2e}, confidence {conf:.2e}")
+
+
 def test_the_window_keeps_the_last_max_context_rows(model, drafter):
     feats, seed, pos = _prompt_features(model, drafter, 40, 41)
     W = drafter.max_context
