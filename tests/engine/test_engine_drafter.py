@@ -236,3 +236,19 @@ def test_the_python_facade(files):
     assert np.array_equal(out["logits"], native.propose(s.captured(), int(np.argmax(last)), 6)["logits"])
     with pytest.raises(FileNotFoundError):
         Drafter.load(files[1].with_name("nope.gguf"), m)
+
+
+def test_two_drafters_on_one_target(files):
+    """Each drafter's views extend the target's table with overlapping ids; the one that
+    computes rebinds its own first, so alternating them gives each its own results."""
+    m = _engine.Model(str(files[0]), threads=2)
+    other_path = tmp_dir() / "drafter-other.gguf"
+    from ds4kit.synth import write_drafter
+    write_drafter(other_path, _config(), seed=9)
+    feats, tok, pos = _prompt_features(m, _engine.Drafter.load(str(files[1]), m), 12, 91)
+    alone = {p: _engine.Drafter.load(str(p), _engine.Model(str(files[0]), threads=2)).propose(feats, tok, pos)
+             for p in (files[1], other_path)}
+    a, b = _engine.Drafter.load(str(files[1]), m), _engine.Drafter.load(str(other_path), m)
+    for d, p in ((a, files[1]), (b, other_path), (a, files[1])):
+        assert np.array_equal(d.propose(feats, tok, pos)["logits"], alone[p]["logits"])
+    assert not np.array_equal(alone[files[1]]["logits"], alone[other_path]["logits"])

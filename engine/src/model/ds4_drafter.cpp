@@ -1,6 +1,7 @@
 #include "model/ds4_drafter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -162,8 +163,10 @@ Ds4Drafter::Ds4Drafter(const std::string& path, std::shared_ptr<const Ds4Model> 
 
     // Binding the joined table re-binds the target's views under their own ids (same
     // values), so the target's sessions keep working. Not safe while one of them computes.
+    static std::atomic<uint64_t> next_serial{1};
+    serial_ = next_serial++;
+    target_->bind_extension(t, serial_);
     Backend& be = target_->backend();
-    be.bind_weights(t);
 
     const int64_t W = max_context(), B = cfg_.block_size, D = hp_.head_dim;
     auto floats = [&](int64_t n) {
@@ -198,6 +201,8 @@ Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t se
     const float* win = features + (n_ctx - C) * F;
     Backend& be = target_->backend();
     const Ds4Weights& tw = target_->weights();
+    // Another drafter of this target bound its table since: ours again (its ids overlap ours).
+    if (target_->bound_extension() != serial_) target_->bind_extension(w_.table, serial_);
 
     // main_x = N_hidden_norm(W_fc N(F)) per context row. The unweighted N(F) first is
     // Lucebox's (deepseek4_graph.cpp, "pre-normalizing the features"): equal in exact

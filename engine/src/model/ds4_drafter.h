@@ -67,6 +67,7 @@ private:
     Ds4DrafterConfig cfg_;
     Ds4Weights w_;  // blocks + HC head; token_embd / output are the target's views
     WeightView fc_, hidden_norm_, markov_w1_, markov_w2_, conf_w_;
+    uint64_t serial_ = 0;  // this drafter's extension of the target's table (Ds4Model::bind_extension)
     float conf_b_ = 0.0f;  // the confidence bias (one value, read once)
     RopeSpec rope_;        // ratio-0 RoPE: base rope.freq_base, no YaRN
     PhaseClock clock_;
