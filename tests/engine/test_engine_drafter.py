@@ -252,3 +252,33 @@ def test_two_drafters_on_one_target(files):
     for d, p in ((a, files[1]), (b, other_path), (a, files[1])):
         assert np.array_equal(d.propose(feats, tok, pos)["logits"], alone[p]["logits"])
     assert not np.array_equal(alone[files[1]]["logits"], alone[other_path]["logits"])
+
+
+def test_quantised_drafter_matrices():
+    """The dflash matrices (fc, markov w1/w2, confidence) as Q8_0, as the blocks' default mix is."""
+    from ds4kit.synth import write_drafter, write_target
+    cfg = _config(draft_markov_rank=32)
+    t, d = tmp_dir() / "drafter-q8-target.gguf", tmp_dir() / "drafter-q8.gguf"
+    write_target(t, cfg, seed=3)
+    write_drafter(d, cfg, seed=3, types={"dflash": "Q8_0"})
+    import gguf
+    assert {x.tensor_type.name for x in gguf.GGUFReader(str(d)).tensors if x.name.startswith("dflash.dspark.markov")} \
+        == {"Q8_0"}
+    m = _engine.Model(str(t), threads=2)
+    dr = _engine.Drafter.load(str(d), m)
+    worst, conf = _compare((t, d), m, dr, 20, 101)
+    assert worst <= TOL and conf <= TOL, (worst, conf)
+
+
+def test_a_drafter_without_the_confidence_head(model, monkeypatch):
+    from ds4kit.synth import build
+    plan = build.drafter_tensors
+    monkeypatch.setattr(build, "drafter_tensors",
+                        lambda c: [x for x in plan(c) if not x.name.startswith("dflash.dspark.confidence")])
+    path = tmp_dir() / "drafter-noconf.gguf"
+    build.write_drafter(path, _config(), seed=3)
+    d = _engine.Drafter.load(str(path), model)
+    assert d.confidence_dim == 0
+    feats, tok, pos = _prompt_features(model, d, 8, 111)
+    out = d.propose(feats, tok, pos)
+    assert out["confidence"] is None and out["logits"].shape == (5, VOCAB)
