@@ -282,3 +282,24 @@ def test_a_drafter_without_the_confidence_head(model, monkeypatch):
     feats, tok, pos = _prompt_features(model, d, 8, 111)
     out = d.propose(feats, tok, pos)
     assert out["confidence"] is None and out["logits"].shape == (5, VOCAB)
+
+
+def test_keys_lucebox_does_not_need_are_optional(model, monkeypatch):
+    """Lucebox forces the drafter's ratios and hash layers to 0 without reading them; a file
+    without those keys loads here too (ratios 0, no hash layers)."""
+    from ds4kit.synth import build
+    for fn in ("u32", "array"):
+        orig = getattr(build.G, fn)
+        monkeypatch.setattr(build.G, fn, (lambda o: lambda k, *a: o(
+            "ds4kit.test.dropped." + k if k.endswith(("compress_ratios", "hash_layer_count")) and "dflash-draft" in k
+            else k, *a))(orig))
+    path = tmp_dir() / "drafter-noratios.gguf"
+    build.write_drafter(path, _config(), seed=3)
+    import gguf
+    keys = set(gguf.GGUFReader(str(path)).fields)
+    assert "deepseek4-dflash-draft.attention.compress_ratios" not in keys
+    assert "deepseek4-dflash-draft.hash_layer_count" not in keys
+    d = _engine.Drafter.load(str(path), model)
+    feats, tok, pos = _prompt_features(model, d, 8, 121)
+    same = _engine.Drafter.load(str(_files("tiny")[1]), model)  # the same weights, with the keys
+    assert np.array_equal(d.propose(feats, tok, pos)["logits"], same.propose(feats, tok, pos)["logits"])
