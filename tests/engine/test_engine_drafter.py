@@ -29,7 +29,8 @@ def _config(**over):
     from ds4kit.synth import preset
     # 6 heads: one full group of 4 and a partial one in the attention kernels; window 16 so a
     # 40-token prompt overflows the drafter's context window.
-    return preset("tiny").replace(vocab_size=VOCAB, draft_mask_token_id=MASK, n_head=6, o_groups=3, **over)
+    return preset("tiny").replace(**{"vocab_size": VOCAB, "draft_mask_token_id": MASK, "n_head": 6, "o_groups": 3,
+                                     **over})
 
 
 def _files(name, **over):
@@ -303,3 +304,9 @@ def test_keys_lucebox_does_not_need_are_optional(model, monkeypatch):
     feats, tok, pos = _prompt_features(model, d, 8, 121)
     same = _engine.Drafter.load(str(_files("tiny")[1]), model)  # the same weights, with the keys
     assert np.array_equal(d.propose(feats, tok, pos)["logits"], same.propose(feats, tok, pos)["logits"])
+
+
+def test_a_mask_token_outside_the_vocabulary(model):
+    path = _write_drafter("mask", _config(draft_mask_token_id=VOCAB + 5))
+    with pytest.raises(_engine.FormatError, match=r"dflash\.mask_token_id' is 1029, outside the vocabulary"):
+        _engine.Drafter.load(str(path), model)

@@ -73,7 +73,7 @@ Ds4DrafterConfig drafter_config(const GGUFFile& f, const Ds4Hparams& hp, const D
     const std::string P = std::string(kArchDrafter) + ".";
     c.n_target_layers = drafter_int(f, "dflash.n_target_layers", true, 0);
     c.block_size = drafter_int(f, "dflash.block_size", true, 0);
-    c.mask_token_id = (int32_t)drafter_int(f, "dflash.mask_token_id", true, 0);
+    const int64_t mask = drafter_int(f, "dflash.mask_token_id", true, 0);
     c.head_hc = drafter_int(f, "dflash.head_hc_enabled", false, 0) != 0;
     c.capture_layers = drafter_ints(f, "dflash.capture_layer_ids");
     if (drafter_int(f, "dflash.dspark.enabled", true, 0) == 0) {
@@ -111,10 +111,11 @@ Ds4DrafterConfig drafter_config(const GGUFFile& f, const Ds4Hparams& hp, const D
         bad("dflash.dspark.vocab_size", "is " + std::to_string(dspark_vocab) + " but the target's vocabulary has " +
                                             std::to_string(target.n_vocab) + " tokens");
     }
-    if (c.mask_token_id < 0 || c.mask_token_id >= target.n_vocab) {
-        bad("dflash.mask_token_id", "is " + std::to_string(c.mask_token_id) + ", outside the vocabulary 0.." +
+    if (mask < 0 || mask >= target.n_vocab) {
+        bad("dflash.mask_token_id", "is " + std::to_string(mask) + ", outside the vocabulary 0.." +
                                         std::to_string(target.n_vocab - 1));
     }
+    c.mask_token_id = (int32_t)mask;
     // Lucebox (dspark_head.cpp, build_markov_chain_graph) knows two confidence heads: on
     // h_pre alone (n_embd) or on [h_pre; W1[prev]] (n_embd + markov_rank).
     if (c.confidence_dim != 0 && c.confidence_dim != hp.n_embd && c.confidence_dim != hp.n_embd + c.markov_rank) {
