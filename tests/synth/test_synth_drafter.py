@@ -88,3 +88,24 @@ def test_norms_and_biases_stay_f32(drafter):
     for x in r.tensors:
         if "norm" in x.name or x.name.endswith(".bias") or "sinks" in x.name or "_scale" in x.name or "_base" in x.name:
             assert x.tensor_type.name == "F32", x.name
+
+
+# Lucebox's loader (server/src/deepseek4/deepseek4_dspark.cpp, recognized_dspark_tensor) refuses a
+# drafter holding any other tensor ("unexpected DSpark tensor"), so the synth file must hold only these.
+_LUCEBOX_GLOBAL = {"output_norm.weight", "output_hc_base.weight", "output_hc_fn.weight", "output_hc_scale.weight",
+                   "dflash.fc.weight", "dflash.hidden_norm.weight", "dflash.dspark.markov.w1",
+                   "dflash.dspark.markov.w2", "dflash.dspark.confidence.weight", "dflash.dspark.confidence.bias"}
+_LUCEBOX_BLOCK = {"attn_norm.weight", "attn_q_a.weight", "attn_q_a_norm.weight", "attn_q_b.weight", "attn_kv.weight",
+                  "attn_kv_a_norm.weight", "attn_sinks.weight", "attn_output_a.weight", "attn_output_b.weight",
+                  "hc_attn_fn.weight", "hc_attn_scale.weight", "hc_attn_base.weight", "ffn_norm.weight",
+                  "ffn_gate_inp.weight", "exp_probs_b.bias", "ffn_gate_exps.weight", "ffn_up_exps.weight",
+                  "ffn_down_exps.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight",
+                  "hc_ffn_fn.weight", "hc_ffn_scale.weight", "hc_ffn_base.weight"}
+
+
+def test_every_tensor_is_one_lucebox_recognises(drafter):
+    r, _ = drafter
+    names = {x.name for x in r.tensors}
+    block = {f"blk.{i}.{leaf}" for i in range(3) for leaf in _LUCEBOX_BLOCK}
+    assert names <= _LUCEBOX_GLOBAL | block, sorted(names - _LUCEBOX_GLOBAL - block)
+    assert names == _LUCEBOX_GLOBAL | block  # and every one it needs (the confidence pair included)

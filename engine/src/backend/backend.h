@@ -276,6 +276,15 @@ public:
     virtual void attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> Q,
                            int64_t n_head, int64_t D, const CompRowView& comp, const WeightView& sinks,
                            const RopeSpec& rope, Dev<float> O) = 0;
+
+    // Bidirectional attention over given rows (the DSpark drafter, ds4-model.md section 6):
+    // each of n query tokens (Q, O: [n][n_head][D]; token i at position pos0 + i) attends to
+    // all T rows of K ([T][D], V = K, already rotated), no mask and no sequence state. Per
+    // head: s = Q_h.K / sqrt(D); softmax whose denominator adds exp(sink_h); O_h = sum w K,
+    // then rotated back (inverse RoPE at pos0 + i). Same reductions as attention().
+    virtual void attention_rows(Dev<const float> Q, int64_t n, int64_t n_head, int64_t D, Dev<const float> K,
+                                int64_t T, const WeightView& sinks, const RopeSpec& rope, int64_t pos0,
+                                Dev<float> O) = 0;
 };
 
 // Backends by name: "cpu", "cuda", "hip", or "auto" (the GPU backend this build has,

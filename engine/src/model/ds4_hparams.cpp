@@ -142,7 +142,10 @@ Ds4Hparams read_ds4_hparams(const GGUFFile& f, const std::string& expected_arch)
     for (double x : ff) {
         if (x != ff[0]) k.fail("expert_feed_forward_length", "differs between layers; this engine needs one width");
     }
-    hp.n_hash_layers = k.count("hash_layer_count", 0);
+    // A DSpark drafter's blocks are never hash-routed and never compressed: Lucebox's loader
+    // (deepseek4_dspark.cpp) forces both to 0 and does not need the keys, so neither do we.
+    const bool drafter = expected_arch == kArchDrafter;
+    hp.n_hash_layers = drafter ? k.count_or("hash_layer_count", 0, 0) : k.count("hash_layer_count", 0);
     hp.expert_weights_scale = k.number("expert_weights_scale");
     hp.expert_weights_norm = k.number("expert_weights_norm") != 0.0;
     hp.expert_gating_func = k.count("expert_gating_func", 0);
@@ -159,7 +162,9 @@ Ds4Hparams read_ds4_hparams(const GGUFFile& f, const std::string& expected_arch)
     hp.swiglu_clamp_exp = k.per_layer("swiglu_clamp_exp", hp.n_layer);
     hp.swiglu_clamp_shexp =
         k.find("swiglu_clamp_shexp") ? k.per_layer("swiglu_clamp_shexp", hp.n_layer) : hp.swiglu_clamp_exp;
-    for (double r : k.per_layer("attention.compress_ratios", hp.n_layer)) {
+    const bool no_ratios = drafter && !k.find("attention.compress_ratios");
+    for (double r : no_ratios ? std::vector<double>((size_t)hp.n_layer, 0.0)
+                              : k.per_layer("attention.compress_ratios", hp.n_layer)) {
         if (r != 0 && r != 4 && r != 128) {
             k.fail("attention.compress_ratios", "has ratio " + KeyReader::fmt(r) + "; DeepSeek V4 uses only 0, 4 and 128");
         }

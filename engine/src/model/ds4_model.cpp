@@ -26,6 +26,17 @@ Ds4Model::Ds4Model(const std::string& path, int threads, const std::string& back
     backend_->bind_weights(w_.table);
 }
 
+void Ds4Model::bind_extension(const WeightTable& table, uint64_t serial) const {
+    std::lock_guard<std::mutex> lock(bind_mutex_);
+    backend_->bind_weights(table);
+    bound_extension_ = serial;
+}
+
+uint64_t Ds4Model::bound_extension() const {
+    std::lock_guard<std::mutex> lock(bind_mutex_);
+    return bound_extension_;
+}
+
 const Tokenizer& Ds4Model::tokenizer() const {
     if (!file_.has("tokenizer.ggml.tokens")) {
         throw FormatError(path() + ": GGUF metadata lacks 'tokenizer.ggml.tokens'; the model has no tokenizer");

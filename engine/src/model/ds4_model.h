@@ -34,6 +34,13 @@ public:
     // tokenizer metadata (some test models) loads, and this throws FormatError.
     const Tokenizer& tokenizer() const;
 
+    // A drafter's weights join the model's on its backend as an extension of the model's
+    // table (its views first, ids unchanged). One extension is bound at a time: each has a
+    // serial (> 0), and a drafter rebinds its own before computing if another was bound
+    // since. Not while a session of this model computes (the backend's copies are replaced).
+    void bind_extension(const WeightTable& table, uint64_t serial) const;
+    uint64_t bound_extension() const;
+
 private:
     GGUFFile file_;
     Ds4Hparams hp_;
@@ -42,6 +49,8 @@ private:
     std::unique_ptr<Backend> backend_;
     mutable std::once_flag tokenizer_once_;
     mutable std::unique_ptr<Tokenizer> tokenizer_;
+    mutable std::mutex bind_mutex_;
+    mutable uint64_t bound_extension_ = 0;  // 0: the model's own table
 };
 
 }  // namespace ds4

@@ -107,13 +107,13 @@ void check_expert_ids(const GGUFFile& f, const WeightView& table, int64_t n_expe
 
 }  // namespace
 
-Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp) {
-    Ds4Weights w;
+namespace {
+
+// Everything but token_embd and output (which a drafter takes from its target).
+void load_blocks_and_head(const GGUFFile& f, const Ds4Hparams& hp, Ds4Weights& w) {
     Loader L(f, w.table);
     const int64_t E = hp.n_embd, V = hp.n_vocab, H = hp.n_head, D = hp.head_dim, HC = hp.n_hc;
     const int64_t n_mix = (2 + HC) * HC;
-    w.token_embd = L.get("token_embd.weight", {E, V});
-    w.output = L.get("output.weight", {E, V});
     w.output_norm = L.vec("output_norm.weight", {E});
     w.output_hc_fn = L.get("output_hc_fn.weight", {HC * E, HC});
     w.output_hc_base = L.vec("output_hc_base.weight", {HC});
@@ -169,7 +169,32 @@ Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp) {
         }
         w.layers.push_back(std::move(l));
     }
+}
+
+}  // namespace
+
+Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp) {
+    Ds4Weights w;
+    Loader L(f, w.table);
+    w.token_embd = L.get("token_embd.weight", {hp.n_embd, hp.n_vocab});
+    w.output = L.get("output.weight", {hp.n_embd, hp.n_vocab});
+    load_blocks_and_head(f, hp, w);
     return w;
+}
+
+Ds4Weights load_ds4_drafter_blocks(const GGUFFile& f, const Ds4Hparams& hp, const Ds4Weights& target) {
+    Ds4Weights w;
+    w.table = target.table;
+    w.token_embd = target.token_embd;
+    w.output = target.output;
+    load_blocks_and_head(f, hp, w);
+    return w;
+}
+
+WeightView load_weight_view(const GGUFFile& f, WeightTable& table, const std::string& name,
+                            std::initializer_list<int64_t> shape, bool vector) {
+    Loader L(f, table);
+    return vector ? L.vec(name, shape) : L.get(name, shape);
 }
 
 }  // namespace ds4

@@ -4,6 +4,7 @@
 // checked against the hparams at load time, so the forward pass can trust them.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,17 @@ struct Ds4Weights {
 // throws ds4::FormatError / UnsupportedError naming the tensor, the expected and
 // the actual shape. `f` must outlive the views (they point into its mapping).
 Ds4Weights load_ds4_weights(const GGUFFile& f, const Ds4Hparams& hp);
+
+// A DSpark drafter's weights (ds4-model.md section 6): its blocks, output_norm and
+// output_hc_*, in a table that starts as a copy of the target's (`target`, so ids go
+// on from there and one bind_weights covers both); token_embd and output are the
+// target's views (the drafter file has neither).
+Ds4Weights load_ds4_drafter_blocks(const GGUFFile& f, const Ds4Hparams& hp, const Ds4Weights& target);
+
+// The same Loader, for the drafter's own extra tensors: get (matrix) or vec (small
+// vector kept as floats by backends); each appends to `table` under a new id.
+WeightView load_weight_view(const GGUFFile& f, WeightTable& table, const std::string& name,
+                            std::initializer_list<int64_t> shape, bool vector);
 
 
 }  // namespace ds4

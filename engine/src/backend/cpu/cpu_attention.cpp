@@ -34,6 +34,44 @@ void gather_keys(const CpuSeqState& S, int64_t il, int64_t p, int64_t i, const C
 
 }  // namespace
 
+namespace {
+
+// Heads h0 .. h0 + nh - 1 (nh <= 4) of one token over its key rows (V = K): the one
+// inner loop both attention() and attention_rows() run, so they share their bits.
+void attend_heads(const AttnKernels& ak, CpuBackend::Scratch& W, const float* Qi, int64_t h0, int nh, int64_t D,
+                  const float* sinks, double inv_sqrt_d, int64_t n_rot, float* Oi) {
+    const int64_t T = (int64_t)W.rows.size();
+    W.d0.resize((size_t)(4 * D));
+    W.d1.resize((size_t)(4 * T));
+    double* q = W.d0.data();
+    double* s = W.d1.data();
+    for (int64_t k = 0; k < nh * D; ++k) q[k] = Qi[h0 * D + k];
+    ak.scores4(q, nh, W.rows.data(), T, D, s);
+    double den[4];
+    for (int j = 0; j < nh; ++j) {
+        const int64_t h = h0 + j;
+        double* sh = s + j * T;
+        double mx = sinks[h];
+        for (int64_t t = 0; t < T; ++t) {
+            sh[t] *= inv_sqrt_d;
+            mx = std::max(mx, sh[t]);
+        }
+        den[j] = std::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
+        for (int64_t t = 0; t < T; ++t) {
+            sh[t] = std::exp(sh[t] - mx);  // now the weight
+            den[j] += sh[t];
+        }
+    }
+    ak.weighted_sums4(s, nh, W.rows.data(), T, D, q);  // q is no longer needed: the sums land there
+    for (int j = 0; j < nh; ++j) {
+        float* o = Oi + (h0 + j) * D;
+        for (int64_t k = 0; k < D; ++k) o[k] = (float)(q[j * D + k] / den[j]);
+        cpu_rope_row(o, D, W.rope_cs.data(), n_rot, true);
+    }
+}
+
+}  // namespace
+
 void CpuBackend::attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> Qd,
                            int64_t n_head, int64_t D, const CompRowView& comp, const WeightView& sinks_w,
                            const RopeSpec& rope, Dev<float> Od) {
@@ -56,38 +94,36 @@ void CpuBackend::attention(const SeqState& st, int64_t il, int64_t p0, int64_t n
                 cpu_rope_cos_sin((double)p, rope, W.rope_cs.data());
                 keys_of = i;
             }
-            const int64_t T = (int64_t)W.rows.size();
             const int64_t h0 = g * 4;
-            const int nh = (int)std::min<int64_t>(4, n_head - h0);
-            W.d0.resize((size_t)(4 * D));
-            W.d1.resize((size_t)(4 * T));
-            double* q = W.d0.data();
-            double* s = W.d1.data();
-            const float* Qi = Q + i * n_head * D;
-            for (int64_t k = 0; k < nh * D; ++k) q[k] = Qi[h0 * D + k];
-            ak.scores4(q, nh, W.rows.data(), T, D, s);
-            double den[4];
-            for (int j = 0; j < nh; ++j) {
-                const int64_t h = h0 + j;
-                double* sh = s + j * T;
-                double mx = sinks[h];
-                for (int64_t t = 0; t < T; ++t) {
-                    sh[t] *= inv_sqrt_d;
-                    mx = std::max(mx, sh[t]);
-                }
-                den[j] = std::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
-                for (int64_t t = 0; t < T; ++t) {
-                    sh[t] = std::exp(sh[t] - mx);  // now the weight
-                    den[j] += sh[t];
-                }
+            attend_heads(ak, W, Q + i * n_head * D, h0, (int)std::min<int64_t>(4, n_head - h0), D, sinks, inv_sqrt_d,
+                         rope.n_rot, O + i * n_head * D);
+        }
+    });
+}
+
+void CpuBackend::attention_rows(Dev<const float> Qd, int64_t n, int64_t n_head, int64_t D, Dev<const float> Kd,
+                                int64_t T, const WeightView& sinks_w, const RopeSpec& rope, int64_t pos0,
+                                Dev<float> Od) {
+    const float *Q = Qd.get(), *K = Kd.get(), *sinks = vec(sinks_w);
+    float* O = Od.get();
+    const AttnKernels& ak = attn_kernels();
+    const double inv_sqrt_d = 1.0 / std::sqrt((double)D);
+    const int64_t n_groups = (n_head + 3) / 4;
+    pool_.parallel_for(n * n_groups, 1, [&](int64_t b, int64_t e) {
+        Scratch& W = scratch();
+        W.rows.resize((size_t)T);  // every token sees every row, in order
+        for (int64_t t = 0; t < T; ++t) W.rows[(size_t)t] = K + t * D;
+        int64_t angles_of = -1;
+        for (int64_t item = b; item < e; ++item) {
+            const int64_t i = item / n_groups, g = item % n_groups;
+            if (angles_of != i) {
+                W.rope_cs.resize((size_t)rope.n_rot);
+                cpu_rope_cos_sin((double)(pos0 + i), rope, W.rope_cs.data());
+                angles_of = i;
             }
-            ak.weighted_sums4(s, nh, W.rows.data(), T, D, q);  // q is no longer needed: the sums land there
-            float* Oi = O + i * n_head * D;
-            for (int j = 0; j < nh; ++j) {
-                float* o = Oi + (h0 + j) * D;
-                for (int64_t k = 0; k < D; ++k) o[k] = (float)(q[j * D + k] / den[j]);
-                cpu_rope_row(o, D, W.rope_cs.data(), rope.n_rot, true);
-            }
+            const int64_t h0 = g * 4;
+            attend_heads(ak, W, Q + i * n_head * D, h0, (int)std::min<int64_t>(4, n_head - h0), D, sinks, inv_sqrt_d,
+                         rope.n_rot, O + i * n_head * D);
         }
     });
 }

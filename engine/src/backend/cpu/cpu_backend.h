@@ -88,6 +88,8 @@ public:
     void attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> Q, int64_t n_head,
                    int64_t D, const CompRowView& comp, const WeightView& sinks, const RopeSpec& rope,
                    Dev<float> O) override;
+    void attention_rows(Dev<const float> Q, int64_t n, int64_t n_head, int64_t D, Dev<const float> K, int64_t T,
+                        const WeightView& sinks, const RopeSpec& rope, int64_t pos0, Dev<float> O) override;
 
     // The float copy of a vector view made by bind_weights (ArgumentError for a view it never saw).
     const float* vec(const WeightView& w) const;

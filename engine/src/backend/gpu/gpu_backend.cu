@@ -200,6 +200,10 @@ public:
                    const WeightView&, const RopeSpec&, Dev<float>) override {
         not_implemented("attention");
     }
+    void attention_rows(Dev<const float>, int64_t, int64_t, int64_t, Dev<const float>, int64_t, const WeightView&,
+                        const RopeSpec&, int64_t, Dev<float>) override {
+        not_implemented("attention_rows");
+    }
 
 private:
     const gpu::WeightStore& weights() const {
