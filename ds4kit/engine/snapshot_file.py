@@ -16,14 +16,16 @@ the session.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ds4kit.reports.atomic import atomic_write_parts
 
 MAGIC = b"DS4KSNAP"
 FORMAT_VERSION = 1
@@ -61,26 +63,19 @@ def write_snapshot(path: str | os.PathLike, native: Any, model: Any, last_logits
         "last_logits": int(logits.size),
     }
     head = json.dumps(header, sort_keys=True).encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        digest = hashlib.sha256()
-        with os.fdopen(fd, "wb") as f:
-            for part in (_PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head, tokens.tobytes(),
-                         *(a.tobytes() for a in arrays), logits.tobytes()):
-                digest.update(part)
-                f.write(part)
-            f.write(digest.digest())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    # One array's bytes at a time: a large state is not copied whole.
+    parts = itertools.chain((_PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head, tokens.tobytes()),
+                            (a.tobytes() for a in arrays), (logits.tobytes(),))
+    return atomic_write_parts(path, _with_digest(parts))
+
+
+def _with_digest(parts):
+    """The parts, then the sha256 of all of them."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+        yield part
+    yield digest.digest()
 
 
 def read_header(path: str | os.PathLike) -> tuple[dict[str, Any], list[int]] | None:

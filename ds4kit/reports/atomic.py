@@ -5,16 +5,19 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def atomic_write_parts(path: str | os.PathLike, parts: Iterable[bytes]) -> Path:
+    """Write the parts in order into a temporary file beside `path` (a dotted name ending in
+    .tmp, which readers of a folder skip), fsync it, then rename it over `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for part in parts:
+                f.write(part)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -25,6 +28,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             pass
         raise
     return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    return atomic_write_parts(path, (data,))
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
