@@ -47,12 +47,19 @@ _CARD = " (default: the model card's value)"
 @click.option("--prefill", "prefill_mode", type=click.Choice(["exact", "batched"]), default="exact", show_default=True,
               help="Prefill mode: exact (as decoding one by one) or batched.")
 @click.option("--card", "card_path", type=click.Path(path_type=Path), default=None, help="Model card JSON to use.")
+@click.option("--cache", is_flag=True,
+              help="Prefix cache across the turns of a --messages conversation (each reply the file does not "
+                   "give is generated; a turn restores the longest cached prefix and prefills the rest).")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="Also keep the cache on disk in this folder (implies --cache; later runs reuse it).")
+@click.option("--cache-mb", type=int, default=2048, show_default=True, help="Memory budget of the prefix cache.")
+@click.option("--cache-disk-mb", type=int, default=20480, show_default=True, help="Size cap of --cache-dir.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not stream the output.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Run folder (default runs/generate-<utc>/).")
 def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinking, effort, max_tokens, max_ctx,
                  temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty,
                  greedy, seed, stops, logprobs, backend, threads, fp8_kv, indexer_fp4, prefill_mode, card_path,
-                 quiet, out):
+                 cache, cache_dir, cache_mb, cache_disk_mb, quiet, out):
     """Generate text with the embedded engine; streams tokens and writes a `generate` report.
 
     Ctrl-C or SIGTERM stops after the current token: the report, tokens.csv and logprobs.jsonl
@@ -66,7 +73,8 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
         thinking=thinking, effort=effort, max_tokens=max_tokens, max_ctx=max_ctx, temperature=temperature,
         top_k=top_k, top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty,
         presence_penalty=presence_penalty, frequency_penalty=frequency_penalty, greedy=greedy, seed=seed,
-        stops=tuple(stops), logprobs=logprobs, prefill_mode=prefill_mode, card_path=card_path, out=out,
+        stops=tuple(stops), logprobs=logprobs, prefill_mode=prefill_mode, card_path=card_path, cache=cache,
+        cache_dir=cache_dir, cache_mb=cache_mb, cache_disk_mb=cache_disk_mb, out=out,
         command=list(sys.argv))
     config.check()  # before the target is built: a bad flag costs nothing
     target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4)

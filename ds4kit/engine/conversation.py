@@ -59,7 +59,7 @@ def turn_boundaries(model: Any, ids: Sequence[int], thinking: bool) -> list[int]
     return cuts
 
 
-def _turns_to_generate(messages: Sequence[dict[str, Any]]) -> list[int]:
+def turns_to_generate(messages: Sequence[dict[str, Any]]) -> list[int]:
     """Indices of the user messages the assistant must answer (no reply follows in the list)."""
     out = []
     for i, m in enumerate(messages):
@@ -81,7 +81,7 @@ def run_conversation(model: Any, messages: Sequence[dict[str, Any]], cfg: Genera
     history: list[dict[str, Any]] = []
     seen: list[list[int]] = []          # every token stream processed so far
     turns: list[TurnResult] = []
-    todo = set(_turns_to_generate(messages))
+    todo = set(turns_to_generate(messages))
     for i, m in enumerate(messages):
         history.append(dict(m))
         if i not in todo:

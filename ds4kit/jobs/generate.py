@@ -21,6 +21,8 @@ from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
 from ds4kit.jobs.generate_output import rate, results_dict, summary_md, write_logprobs, write_token_table
 from ds4kit.jobs.generate_prompt import load_prompt
+from ds4kit.jobs.generate_turns import cache_problem, run_turns, turns_summary, write_turns
+from ds4kit.engine.conversation import turns_to_generate
 from ds4kit.reports import start_run
 from ds4kit.reports.run import check_run_folder
 
@@ -62,6 +64,12 @@ class GenerateConfig:
     logprobs: int = 0
     prefill_mode: str = "exact"
     card_path: Path | None = None
+    # Prefix cache across the turns of a --messages conversation: memory budget (MB), optional
+    # disk tier and its cap (MB).
+    cache: bool = False
+    cache_dir: Path | None = None
+    cache_mb: int = 2048
+    cache_disk_mb: int = 20480
     out: Path | None = None
     command: list[str] | None = field(default=None, repr=False)
 
@@ -101,7 +109,18 @@ class GenerateConfig:
             raise ConfigError("--effort needs thinking mode (drop --no-thinking)", "--effort")
         if self.raw and self.thinking_enabled:
             raise ConfigError("--raw and --thinking do not mix: thinking is part of the chat template", "--raw")
+        if (self.cache or self.cache_dir is not None) and self.messages_file is None:
+            raise ConfigError("the prefix cache serves a conversation: give --messages", "--cache")
+        if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
+            raise ConfigError(f"{self.cache_dir} exists and is not a folder", "--cache-dir")
+        for flag, value in (("--cache-mb", self.cache_mb), ("--cache-disk-mb", self.cache_disk_mb)):
+            if not isinstance(value, int) or value < 0:
+                raise ConfigError(f"must be an integer >= 0, got {value!r}", flag)
         check_run_folder(self.out)
+
+    @property
+    def cache_enabled(self) -> bool:
+        return self.cache or self.cache_dir is not None
 
     def sampling(self, card: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         """Each sampling value and where it came from: "flag", "card", "default" or "--greedy"."""
@@ -131,6 +150,19 @@ def _thinking_budget(card: dict[str, Any], config: GenerateConfig):
         # Thinking without an effort: the card's tiers do not apply; the whole budget may think.
         return budget, max(0, config.max_tokens - int(card.get("hard_limit_reply_budget", 0)))
     return budget, budget.tokens
+
+
+def _prefix_cache(target: Any, config: GenerateConfig, run: Any):
+    """The prefix cache for a conversation, or None (not asked for, or the target cannot: warned)."""
+    if not config.cache_enabled:
+        return None
+    problem = cache_problem(target)
+    if problem:
+        run.warn("prefix-cache-disabled", f"prefix cache disabled: {problem}")
+        return None
+    return target.prefix_cache(config.max_ctx, max_bytes=config.cache_mb << 20, cache_dir=config.cache_dir,
+                               disk_max_bytes=(config.cache_disk_mb << 20) if config.cache_dir else None,
+                               warn=lambda m: run.warn("prefix-cache", m))
 
 
 def run(config: GenerateConfig, target: Any, *, on_text: Callable[[str], None] | None = None,
@@ -184,7 +216,26 @@ def run(config: GenerateConfig, target: Any, *, on_text: Callable[[str], None] |
             if on_text is not None:
                 on_text(ev.text)
 
-        res = target.generate(prompt_ids, gen, max_ctx=config.max_ctx, on_token=on_token, should_stop=stop)
+        extra: dict[str, Any] = {}
+        replies = 0 if prompt.plain is not None else len(turns_to_generate(prompt.messages))
+        if config.cache_enabled or replies > 1:
+            cache = _prefix_cache(target, config, run)
+            turns, rows = run_turns(target, prompt.messages, gen, config, cache=cache, on_token=on_token,
+                                    should_stop=stop, say=say)
+            if not turns:
+                raise ValueError(f"{config.messages_file}: no user message left without a reply")
+            res, prompt_ids = turns[-1].result, turns[-1].prompt_ids
+            prompt_text = target.detokenize(prompt_ids)
+            streamed = [res.text]  # the last turn's text is what the report's output holds
+            write_turns(run.add_file("turns", "turns.jsonl"), rows)
+            if cache is not None and config.cache_dir is not None:
+                cache.flush()
+            extra = {"turns": rows, "cache": {
+                "enabled": cache is not None, "dir": str(config.cache_dir) if config.cache_dir else None,
+                "memory_mb": config.cache_mb, "disk_mb": config.cache_disk_mb if config.cache_dir else None,
+                "stats": dict(cache.stats) if cache is not None else None}}
+        else:
+            res = target.generate(prompt_ids, gen, max_ctx=config.max_ctx, on_token=on_token, should_stop=stop)
         # The decoder's last flush (an unfinished UTF-8 sequence) is part of the text: stream it too.
         sent = "".join(streamed)
         if on_text is not None and len(res.text) > len(sent) and res.text.startswith(sent):
@@ -198,10 +249,12 @@ def run(config: GenerateConfig, target: Any, *, on_text: Callable[[str], None] |
                                max_tokens=config.max_tokens, max_ctx=config.max_ctx,
                                prefill_mode=config.prefill_mode, threads=target.describe()["threads"],
                                logprobs=config.logprobs, not_measured=not_measured)
+        results.update(extra)
         interrupted = res.stop_reason == "interrupted"
         say(f"{len(res.tokens)} tokens, stop: {res.stop_reason}"
             + (f" ({stop.signal_name})" if interrupted else "")
             + f"; prefill {rate(res.prefill_tok_s)}, decode {rate(res.decode_tok_s)}")
-        run.finish(results, status="interrupted" if interrupted else "ok", summary_md=summary_md(results),
+        summary = summary_md(results) + (turns_summary(extra["turns"]) if extra else "")
+        run.finish(results, status="interrupted" if interrupted else "ok", summary_md=summary,
                    interrupt=stop.record() if interrupted else None)
     return run.folder / "report.json"

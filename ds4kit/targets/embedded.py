@@ -71,8 +71,30 @@ class EmbeddedTarget:
     # -- running ------------------------------------------------------------
     def session(self, max_ctx: int):
         """A fresh engine session with this target's numerics (capabilities logits, verify, snapshot)."""
+        return self.model.session(**self.session_options(max_ctx))
+
+    def session_options(self, max_ctx: int) -> dict[str, Any]:
         n = self.options.numerics
-        return self.model.session(max_ctx, fp8_kv=n.fp8_kv, indexer_fp4=n.indexer_fp4)
+        return {"max_ctx": max_ctx, "fp8_kv": n.fp8_kv, "indexer_fp4": n.indexer_fp4}
+
+    def prefix_cache(self, max_ctx: int, *, max_bytes: int, cache_dir: Path | None = None,
+                     disk_max_bytes: int | None = None, warn: Callable[[str], None] | None = None):
+        """A prefix cache of this model for sessions with this target's options (capability snapshot)."""
+        from ds4kit.engine.prefix_cache import PrefixCache
+
+        return PrefixCache(self.model, self.session_options(max_ctx), max_bytes=max_bytes, cache_dir=cache_dir,
+                           disk_max_bytes=disk_max_bytes, warn=warn)
+
+    def converse(self, messages: Sequence[dict[str, Any]], config: GenerationConfig, *, max_ctx: int,
+                 thinking: bool, effort: str | None, cache: Any = None,
+                 on_token: Callable[[int, TokenEvent], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None):
+        """Every missing assistant reply of `messages`, in order (ds4kit.engine.conversation)."""
+        from ds4kit.engine.conversation import run_conversation
+
+        return run_conversation(self.model, messages, config, session_options=self.session_options(max_ctx),
+                                cache=cache, thinking=thinking, effort=effort, on_token=on_token,
+                                should_stop=should_stop)
 
     def generate(self, prompt_ids: Sequence[int], config: GenerationConfig, *, max_ctx: int,
                  on_token: Callable[[TokenEvent], None] | None = None,
