@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ds4kit.engine.generate import GenerationConfig, sampling_problem
+from ds4kit.engine.generate import GenerationConfig, GenerationResult, sampling_problem
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
@@ -222,10 +222,13 @@ def run(config: GenerateConfig, target: Any, *, on_text: Callable[[str], None] |
             cache = _prefix_cache(target, config, run)
             turns, rows = run_turns(target, prompt.messages, gen, config, cache=cache, on_token=on_token,
                                     should_stop=stop, say=say)
-            if not turns:
+            if turns:
+                res, prompt_ids = turns[-1].result, turns[-1].prompt_ids
+                prompt_text = target.detokenize(prompt_ids)
+            elif stop.requested:  # stopped before the first turn began: an empty, interrupted result
+                res = GenerationResult(list(prompt_ids), [], "", "interrupted", "before the first turn", 0.0, 0.0, [])
+            else:
                 raise ValueError(f"{config.messages_file}: no user message left without a reply")
-            res, prompt_ids = turns[-1].result, turns[-1].prompt_ids
-            prompt_text = target.detokenize(prompt_ids)
             streamed = [res.text]  # the last turn's text is what the report's output holds
             write_turns(run.add_file("turns", "turns.jsonl"), rows)
             if cache is not None and config.cache_dir is not None:
