@@ -17,7 +17,7 @@ cache would reuse), the actual reuse, restore and suffix-prefill times, and the 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ds4kit.chat.markers import THINK_CLOSE, THINK_OPEN, USER
@@ -106,7 +106,7 @@ def run_conversation(model: Any, messages: Sequence[dict[str, Any]], cfg: Genera
                 taken.append(cut)
         boundary_s = time.perf_counter() - t0
         turn_no = len(turns)
-        res = generate(session, model.tokenizer, ids, replace(cfg), should_stop=should_stop,
+        res = generate(session, model.tokenizer, ids, cfg, should_stop=should_stop,
                        on_token=(lambda ev: on_token(turn_no, ev)) if on_token else None,
                        fed=session.pos, first_logits=first_logits if session.pos == fed else None)
         if cache is not None and session.pos > 0:

@@ -72,6 +72,9 @@ class PrefixCache:
         self.disk_max_bytes = disk_max_bytes
         self._warn = warn or (lambda m: print(f"ds4kit WARNING [prefix-cache]: {m}", file=sys.stderr))
         self._mem: dict[tuple[int, ...], _Entry] = {}
+        # Disk entries' headers by path, with the (size, mtime) they were read at: a lookup per
+        # turn re-reads only files that changed, not every header every time.
+        self._headers: dict[Path, tuple[tuple[int, int], Any]] = {}
         self.stats = {"lookups": 0, "memory_hits": 0, "disk_hits": 0, "misses": 0, "evicted": 0,
                       "written_to_disk": 0, "skipped_files": 0}
         if self.cache_dir is not None:
@@ -158,7 +161,7 @@ class PrefixCache:
             if usable(e.tokens, e.snapshot.last_logits is not None) and len(e.tokens) > best[0]:
                 best = (len(e.tokens), "memory", e)
         for p in self._disk_files():
-            info = read_header(p)
+            info = self._header(p)
             if info is None:
                 continue
             header, toks = info
@@ -167,6 +170,19 @@ class PrefixCache:
             if usable(toks, int(header.get("last_logits", 0)) > 0) and len(toks) > best[0]:
                 best = (len(toks), "disk", p)
         return best
+
+    def _header(self, path: Path):
+        """read_header(path), remembered while the file's size and mtime stay the same."""
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        stamp = (st.st_size, st.st_mtime_ns)
+        known = self._headers.get(path)
+        if known is None or known[0] != stamp:
+            known = (stamp, read_header(path))
+            self._headers[path] = known
+        return known[1]
 
     def restore_longest(self, session: Session, tokens: Sequence[int]) -> CacheHit:
         """Restore the longest usable cached prefix of `tokens` into `session` (of this cache's

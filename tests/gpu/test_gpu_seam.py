@@ -48,7 +48,7 @@ EXACT_OPS = {"scale", "copy"}
 _REPORT: dict = {}
 _BACKEND_OPS = {
     "embed", "matmul", "rms_norm", "scale", "copy", "rope_tail", "fp8_kv_round_trip", "indexer_transform",
-    "hc_pre", "hc_post", "hc_head", "hc_mean", "route", "moe", "argmax", "new_seq_state", "kv_store",
+    "hc_pre", "hc_post", "hc_head", "hc_mean", "route", "moe", "new_seq_state", "seq_state_from_image", "kv_store",
     "compress", "indexer_select", "attention", "attention_rows",
 }
 

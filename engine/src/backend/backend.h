@@ -74,11 +74,6 @@ public:
 
     // Host-side bookkeeping, the same for every backend.
     int64_t pos() const { return pos_; }  // positions stored (the next token's position)
-    int64_t n_comp(int64_t il) const {    // compressed rows stored in layer il
-        const int64_t r = shape_.ratios[(size_t)il];
-        return r ? pos_ / r : 0;
-    }
-    int64_t n_idx(int64_t il) const { return shape_.ratios[(size_t)il] == 4 ? pos_ / 4 : 0; }
     int64_t high_water() const { return hwm_; }  // highest position + 1 ever stored
     // The lowest position rewind_to accepts: no ring slot a position at or above it
     // needs has been overwritten since (every write lies below it + max_rewind).
@@ -239,10 +234,6 @@ public:
     // share an expert's matmul as columns, and y_i accumulates in k order, shared expert last.
     virtual void moe(const MoeWeights& mw, Dev<const float> h, int64_t n_tokens, Dev<const int32_t> experts,
                      Dev<const float> weights, int64_t n_used, double clamp, double clamp_shared, Dev<float> y) = 0;
-
-    // ---- Output ----
-    // out[r] = the index of the largest of logits[r*n .. r*n + n) (ties: the lower index).
-    virtual void argmax(Dev<const float> logits, int64_t n_rows, int64_t n, Dev<int32_t> out) = 0;
 
     // ---- Sequence state ----
     virtual std::unique_ptr<SeqState> new_seq_state(const SeqShape& shape) = 0;

@@ -1,4 +1,4 @@
-// CPU backend: memory, weight binding, matmul, norms, RoPE, roundings, argmax;
+// CPU backend: memory, weight binding, matmul, norms, RoPE, roundings;
 // the factory. The other parts of the class live in the files cpu_backend.h lists.
 #include "backend/cpu/cpu_backend.h"
 
@@ -189,17 +189,6 @@ void CpuBackend::indexer_transform(Dev<float> xd, int64_t n_rows, int64_t d, boo
     pool_.parallel_for(n_rows, 1, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) cpu_indexer_transform_row(x + r * d, d, fp4, scratch().d0);
     });
-}
-
-void CpuBackend::argmax(Dev<const float> logits, int64_t n_rows, int64_t n, Dev<int32_t> out) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const float* x = logits.get() + r * n;
-        int64_t best = 0;
-        for (int64_t k = 1; k < n; ++k) {
-            if (x[k] > x[best]) best = k;  // strict: a tie keeps the lower index
-        }
-        out.get()[r] = (int32_t)best;
-    }
 }
 
 void CpuBackend::moe(const MoeWeights& mw, Dev<const float> h, int64_t n_tokens, Dev<const int32_t> experts,

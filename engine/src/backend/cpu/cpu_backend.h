@@ -1,5 +1,5 @@
 // The CPU backend's class, shared by its source files (one job each):
-//   cpu_backend.cpp   memory, weights, matmul, norms, RoPE, roundings, argmax, the factory
+//   cpu_backend.cpp   memory, weights, matmul, norms, RoPE, roundings, the factory
 //   cpu_route.cpp     expert choice (router top-k, hash layers, weight normalisation)
 //   cpu_hc.cpp        hyper-connection pre / post / head
 //   cpu_seq_state.cpp the sequence state: window ring, compressors, stored rows
@@ -75,8 +75,6 @@ public:
                Dev<int32_t> experts, Dev<float> weights) override;
     void moe(const MoeWeights& mw, Dev<const float> h, int64_t n_tokens, Dev<const int32_t> experts,
              Dev<const float> weights, int64_t n_used, double clamp, double clamp_shared, Dev<float> y) override;
-
-    void argmax(Dev<const float> logits, int64_t n_rows, int64_t n, Dev<int32_t> out) override;
 
     std::unique_ptr<SeqState> new_seq_state(const SeqShape& shape) override;
     std::unique_ptr<SeqState> seq_state_from_image(const SeqShape& shape, const SeqStateImage& image) override;

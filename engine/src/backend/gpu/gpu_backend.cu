@@ -182,7 +182,6 @@ public:
              double, Dev<float>) override {
         not_implemented("moe");
     }
-    void argmax(Dev<const float>, int64_t, int64_t, Dev<int32_t>) override { not_implemented("argmax"); }
     std::unique_ptr<SeqState> new_seq_state(const SeqShape&) override { not_implemented("new_seq_state"); }
     std::unique_ptr<SeqState> seq_state_from_image(const SeqShape&, const SeqStateImage&) override {
         not_implemented("seq_state_from_image");
