@@ -58,6 +58,8 @@ def _register() -> None:
         ("ds4kit.cli.thermal_cmds", "thermal"),
         ("ds4kit.cli.bench_cmds", "bench"),
         ("ds4kit.cli.generate_cmd", "generate_cmd"),
+        ("ds4kit.cli.probe_cmds", "probe"),
+        ("ds4kit.cli.eval_cmds", "eval_group"),
     ):
         try:
             module = __import__(name, fromlist=[attr])
