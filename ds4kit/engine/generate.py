@@ -106,6 +106,8 @@ class GenerationResult:
     logprobs: list[dict[str, Any]] = field(default_factory=list)
     thinking_budget_hit_at: int | None = None
     fed: int = 0              # prompt tokens already in the session (restored), not prefilled here
+    speculation: dict[str, Any] | None = None       # drafter, width policy and statistics (speculative runs)
+    spec_decisions: list[dict[str, Any]] | None = None  # the width policy's decision at every step
 
     @property
     def prefilled(self) -> int:
@@ -137,10 +139,12 @@ def top_logprobs(logits: np.ndarray, k: int) -> tuple[np.ndarray, list[tuple[int
 def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: GenerationConfig,
              on_token: Callable[[TokenEvent], None] | None = None,
              should_stop: Callable[[], bool] | None = None, fed: int = 0,
-             first_logits: np.ndarray | None = None) -> GenerationResult:
+             first_logits: np.ndarray | None = None, speculation: Any = None) -> GenerationResult:
     """fed: the first `fed` prompt tokens are already in the session (restored from a prefix cache);
     only the rest is prefilled, and penalties still see the whole prompt. fed == len(prompt_ids)
-    needs first_logits, the logits after the last of them."""
+    needs first_logits, the logits after the last of them. speculation: a
+    ds4kit.engine.speculative.Speculation (the session must capture what its drafter reads);
+    greedy output is then token for token the same, sampled output has the same distribution."""
     from ds4kit import _engine
 
     cfg.validate()
@@ -167,62 +171,153 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
     prefill_s = time.perf_counter() - t0
     if logits is None:  # stopped between two prefill blocks
         return GenerationResult(prompt, [], "", "interrupted", "during prefill", prefill_s, 0.0, [], fed=fed)
-    sampler = _engine.Sampler(params, int(logits.shape[0]))
-
-    history = list(prompt)
-    out: list[int] = []
-    times: list[float] = []
-    logprob_rows: list[dict[str, Any]] = []
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    text = ""
-    stop_reason, stop_detail = "max_tokens", cfg.max_tokens
-    budget_hit = None
-    in_thinking = cfg.thinking_budget is not None
+    state = _Emitter(tokenizer, cfg, stops, prompt, session.max_ctx)
     decode_t0 = time.perf_counter()
-    while len(out) < cfg.max_tokens:
-        if stop_requested():
-            stop_reason, stop_detail = "interrupted", len(out)
-            break
-        t_tok = time.perf_counter()
-        forced = False
-        if in_thinking and len(out) >= cfg.thinking_budget:
-            tok, forced, budget_hit = int(cfg.think_end_id), True, len(out)
-        else:
-            tok = int(sampler.sample(logits, history))
+    if speculation is None:
+        _plain_loop(session, _engine.Sampler(params, int(logits.shape[0])), logits, state, cfg, on_token,
+                    stop_requested)
+    else:
+        state.spec = speculation.start(session, params)
+        _speculative_loop(session, state.spec, logits, state, cfg, on_token, stop_requested)
+    decode_s = time.perf_counter() - decode_t0
+    stop_reason, stop_detail, text = state.stop_reason, state.stop_detail, state.text
+    text += state.decoder.decode(b"", final=True) if stop_reason != "stop_string" else ""
+    result = GenerationResult(prompt, state.out, text, stop_reason, stop_detail, prefill_s, decode_s, state.times,
+                              state.logprob_rows, state.budget_hit, fed)
+    if state.spec is not None:
+        from ds4kit.engine.speculative import summarize
+
+        result.speculation = {**speculation.describe(),
+                              **summarize(state.spec.stats(), state.spec.decisions(), state.spec.policy(), decode_s)}
+        result.spec_decisions = state.spec.decisions()
+    return result
+
+
+class _Emitter:
+    """Everything that happens to a token once it is chosen, whichever loop chose it: the thinking
+    budget, logprobs, text, stop tokens and strings, the context limit, the event."""
+
+    def __init__(self, tokenizer: Any, cfg: GenerationConfig, stops: set[int], prompt: list[int], max_ctx: int):
+        self.tokenizer, self.cfg, self.stops = tokenizer, cfg, stops
+        self.n_prompt, self.max_ctx = len(prompt), max_ctx
+        self.history = list(prompt)
+        self.out: list[int] = []
+        self.times: list[float] = []
+        self.logprob_rows: list[dict[str, Any]] = []
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.text = ""
+        self.stop_reason: str = "max_tokens"
+        self.stop_detail: Any = cfg.max_tokens
+        self.budget_hit: int | None = None
+        self.in_thinking = cfg.thinking_budget is not None
+        self.spec: Any = None
+        self._event: TokenEvent | None = None
+
+    def forced_now(self) -> bool:
+        """Whether the token at the next index must be the thinking budget's end."""
+        return self.in_thinking and len(self.out) >= self.cfg.thinking_budget
+
+    def tokens_before_forced(self) -> int | None:
+        """How many tokens may be chosen freely before a forced one (None: no budget pending)."""
+        return self.cfg.thinking_budget - len(self.out) if self.in_thinking else None
+
+    def interrupt(self) -> None:
+        self.stop_reason, self.stop_detail = "interrupted", len(self.out)
+
+    def record(self, tok: int, logits: np.ndarray | None, forced: bool) -> bool:
+        """Record one token; True when generation stops at it. `sent` then times it and tells."""
+        cfg = self.cfg
+        if forced:
+            self.budget_hit = len(self.out)
         if tok == cfg.think_end_id:
-            in_thinking = False
+            self.in_thinking = False
         ev_lp = ev_top = None
         if cfg.logprobs:
             lp, ev_top = top_logprobs(logits, cfg.logprobs)
             ev_lp = float(lp[tok])
             margin = ev_top[0][1] - ev_top[1][1] if len(ev_top) > 1 else None
-            logprob_rows.append({"index": len(out), "token": tok, "logprob": ev_lp, "top": ev_top,
-                                 "top2_margin": margin, "forced": forced})
-        out.append(tok)
-        history.append(tok)
+            self.logprob_rows.append({"index": len(self.out), "token": tok, "logprob": ev_lp, "top": ev_top,
+                                      "top2_margin": margin, "forced": forced})
+        self.out.append(tok)
+        self.history.append(tok)
         # A stop token ends the text; it is not part of it.
-        piece = "" if tok in stops else decoder.decode(bytes(tokenizer.decode([tok])))
-        text += piece
-        hit_string = next((s for s in cfg.stop_strings if s and s in text), None)
-        at_stop_token = tok in stops
-        at_context = session.pos >= session.max_ctx
-        if not (at_stop_token or hit_string or at_context or len(out) >= cfg.max_tokens):
-            logits = session.decode(tok)
-        dt = time.perf_counter() - t_tok
-        times.append(dt)
+        piece = "" if tok in self.stops else self.decoder.decode(bytes(self.tokenizer.decode([tok])))
+        self.text += piece
+        self._event = TokenEvent(len(self.out) - 1, tok, piece, 0.0, forced, ev_top, ev_lp)
+        hit_string = next((s for s in cfg.stop_strings if s and s in self.text), None)
+        # Before token i is fed the session holds the prompt and tokens 0 .. i-1: full at max_ctx.
+        at_context = self.n_prompt + len(self.out) - 1 >= self.max_ctx
+        if tok in self.stops:
+            self.stop_reason, self.stop_detail = "eos", tok
+        elif hit_string:
+            self.text = self.text[: self.text.index(hit_string)]
+            self.stop_reason, self.stop_detail = "stop_string", hit_string
+        elif at_context:
+            self.stop_reason, self.stop_detail = "context", self.max_ctx
+        elif len(self.out) >= cfg.max_tokens:
+            self.stop_reason, self.stop_detail = "max_tokens", cfg.max_tokens
+        else:
+            return False
+        return True
+
+    def sent(self, dt: float, on_token: Callable[[TokenEvent], None] | None) -> None:
+        self.times.append(dt)
+        self._event.elapsed_s = dt
         if on_token:
-            on_token(TokenEvent(len(out) - 1, tok, piece, dt, forced, ev_top, ev_lp))
-        if at_stop_token:
-            stop_reason, stop_detail = "eos", tok
-            break
-        if hit_string:
-            text = text[: text.index(hit_string)]
-            stop_reason, stop_detail = "stop_string", hit_string
-            break
-        if at_context:
-            stop_reason, stop_detail = "context", session.max_ctx
-            break
-    text += decoder.decode(b"", final=True) if stop_reason != "stop_string" else ""
-    decode_s = time.perf_counter() - decode_t0
-    return GenerationResult(prompt, out, text, stop_reason, stop_detail, prefill_s, decode_s, times,
-                            logprob_rows, budget_hit, fed)
+            on_token(self._event)
+
+
+def _plain_loop(session: Any, sampler: Any, logits: np.ndarray, st: _Emitter, cfg: GenerationConfig,
+                on_token: Callable[[TokenEvent], None] | None, stop_requested: Callable[[], bool]) -> None:
+    while len(st.out) < cfg.max_tokens:
+        if stop_requested():
+            return st.interrupt()
+        t_tok = time.perf_counter()
+        forced = st.forced_now()
+        tok = int(cfg.think_end_id) if forced else int(sampler.sample(logits, st.history))
+        stop = st.record(tok, logits, forced)
+        if not stop:
+            logits = session.decode(tok)
+        st.sent(time.perf_counter() - t_tok, on_token)  # the token's time includes its decode step
+        if stop:
+            return
+
+
+def _speculative_loop(session: Any, spec: Any, logits: np.ndarray, st: _Emitter, cfg: GenerationConfig,
+                      on_token: Callable[[TokenEvent], None] | None, stop_requested: Callable[[], bool]) -> None:
+    """Each step emits the accepted candidates and the next token (ds4kit._engine.Speculator). A
+    stop inside a step takes the rest back (keep_first), so the session ends where plain decoding's
+    would; a forced token replaces the pending one (the step's limit makes it the step's last)."""
+    if cfg.max_tokens == 0:
+        return
+    t0 = time.perf_counter()
+    queue = [(int(spec.begin(logits, st.history[:])), logits)]
+    step_s, from_step = time.perf_counter() - t0, False
+    while True:
+        for k, (tok, row) in enumerate(queue):
+            if stop_requested():
+                if from_step and k > 0:
+                    spec.keep_first(k)
+                return st.interrupt()
+            forced = st.forced_now()
+            if forced:
+                tok = int(cfg.think_end_id)
+                spec.replace_pending(tok)
+            stop = st.record(tok, row, forced)
+            st.sent(step_s / len(queue), on_token)  # a step's tokens share its time
+            if stop:
+                if from_step and k + 1 < len(queue):
+                    spec.keep_first(k + 1)
+                return
+        if stop_requested():
+            return st.interrupt()
+        # At most the rest of max_tokens, and up to a forced token (then the step's last).
+        limit = cfg.max_tokens - len(st.out)
+        free = st.tokens_before_forced()
+        if free is not None:
+            limit = min(limit, free + 1)
+        t0 = time.perf_counter()
+        res = spec.step(limit, bool(cfg.logprobs))
+        step_s, from_step = time.perf_counter() - t0, True
+        rows = res["rows"]
+        queue = [(int(t), rows[i] if rows is not None else None) for i, t in enumerate(res["tokens"])]

@@ -62,6 +62,10 @@ class Model:
         return self._m.hparams
 
     @property
+    def n_vocab(self) -> int:
+        return int(self.hparams["n_vocab"])
+
+    @property
     def backend(self) -> str:
         """The backend that runs it, e.g. 'cpu(avx512)' or 'cuda(NVIDIA H200)'."""
         return self._m.backend

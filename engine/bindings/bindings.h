@@ -12,5 +12,6 @@ void bind_tokenizer(py::module_& m);
 void bind_sampling(py::module_& m);
 void bind_model(py::module_& m);
 void bind_drafter(py::module_& m);
+void bind_spec(py::module_& m);
 void bind_pool(py::module_& m);
 void bind_backend_compare(py::module_& m);

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_engine, m) {
     bind_sampling(m);
     bind_model(m);
     bind_drafter(m);
+    bind_spec(m);
     bind_pool(m);
     bind_backend_compare(m);
 

@@ -129,7 +129,11 @@ Candidates Sampler::distribution(const float* logits, const std::vector<int32_t>
 }
 
 int32_t Sampler::sample(const float* logits, const std::vector<int32_t>& history) {
-    const Candidates c = distribution(logits, history);
+    return draw(distribution(logits, history));
+}
+
+int32_t Sampler::draw(const Candidates& c) {
+    if (c.ids.empty()) throw ArgumentError("sampling: draw from an empty distribution");
     if (params_.greedy()) return c.ids[0];
     const double r = rng_.next_unit();
     double cum = 0.0;

@@ -43,6 +43,11 @@ public:
     Candidates distribution(const float* logits, const std::vector<int32_t>& history) const;
     // Draw the next token; advances the RNG only when not greedy.
     int32_t sample(const float* logits, const std::vector<int32_t>& history);
+    // One draw from a distribution (what sample() does after distribution()); advances the
+    // RNG once unless the sampler is greedy (then the first candidate).
+    int32_t draw(const Candidates& c);
+    // A uniform number in [0, 1) from the same stream (a speculative accept test).
+    double uniform() { return rng_.next_unit(); }
 
     const SamplingParams& params() const { return params_; }
 
