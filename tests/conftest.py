@@ -12,3 +12,36 @@ def tiny_target(tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny_target") / "tiny.gguf"
     write_target(path, preset("tiny"), seed=0)
     return path
+
+
+# A tiny synthetic target with its DSpark drafter (real DeepSeek vocabulary, random weights):
+# speculative decoding and the identity probe.
+@pytest.fixture(scope="session")
+def spec_files(tmp_path_factory):
+    from ds4kit.synth import preset, write_drafter, write_target
+
+    cfg = preset("tiny")
+    d = tmp_path_factory.mktemp("spec")
+    t, dr = d / "target.gguf", d / "drafter.gguf"
+    write_target(t, cfg, seed=5)
+    write_drafter(dr, cfg, seed=5)
+    return t, dr
+
+
+@pytest.fixture(scope="session")
+def spec_model(spec_files):
+    from ds4kit.engine import Model
+
+    return Model.load(spec_files[0], threads=2)
+
+
+@pytest.fixture(scope="session")
+def spec_drafter(spec_files, spec_model):
+    from ds4kit.engine import Drafter
+
+    return Drafter.load(spec_files[1], spec_model)
+
+
+@pytest.fixture(scope="session")
+def spec_prompt(spec_model):
+    return spec_model.encode("<｜begin▁of▁sentence｜><｜User｜>Count from one to twenty.<｜Assistant｜></think>")

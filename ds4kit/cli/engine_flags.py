@@ -37,15 +37,53 @@ def engine_options(f):
     return f
 
 
+class SpecWidth(click.ParamType):
+    """`auto` (0: the width policy) or a fixed verify width 1..8."""
+
+    name = "auto|1..8"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            n = value
+        elif str(value).strip().lower() == "auto":
+            return 0
+        else:
+            try:
+                n = int(str(value))
+            except ValueError:
+                self.fail(f"{value!r} is not 'auto' or a width 1..8", param, ctx)
+        if not 1 <= n <= 8:
+            self.fail(f"{n} is outside 1..8 (or 'auto')", param, ctx)
+        return n
+
+
+def drafter_options(f):
+    """--drafter D.gguf, --spec-width auto|N: speculative decoding with a DSpark drafter."""
+    options = [
+        click.option("--drafter", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                     help="DSpark drafter GGUF (deepseek4-dflash-draft): decode speculatively; greedy output is "
+                          "token for token the same, sampled output has the same distribution."),
+        click.option("--spec-width", type=SpecWidth(), default="auto", show_default=True,
+                     help="Tokens verified per step: auto (measured costs and acceptance; off when nothing pays) "
+                          "or a fixed 1..8 (capped at 1 + the drafter's block size)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 def target_options(model: Path | str | None, backend: str, threads: int | None, fp8_kv: bool, indexer_fp4: bool,
-                   *, fallback: str = "demo", model_flag: str = "--model") -> TargetOptions:
+                   *, fallback: str = "demo", model_flag: str = "--model", drafter: Path | str | None = None,
+                   spec_width: int = 0) -> TargetOptions:
     return TargetOptions(model=model, backend=backend, threads=threads or None,
                          numerics=Numerics(fp8_kv=fp8_kv, indexer_fp4=indexer_fp4), fallback=fallback,
-                         model_flag=model_flag)
+                         model_flag=model_flag, drafter=drafter, spec_width=spec_width)
 
 
 def build_target_from_flags(model: Path | str | None, backend: str, threads: int | None, fp8_kv: bool,
-                            indexer_fp4: bool, *, fallback: str = "demo", model_flag: str = "--model"):
+                            indexer_fp4: bool, *, fallback: str = "demo", model_flag: str = "--model",
+                            drafter: Path | str | None = None, spec_width: int = 0):
     """The unloaded target (the job loads it inside its run); says which model runs without one."""
-    options = target_options(model, backend, threads, fp8_kv, indexer_fp4, fallback=fallback, model_flag=model_flag)
+    options = target_options(model, backend, threads, fp8_kv, indexer_fp4, fallback=fallback, model_flag=model_flag,
+                             drafter=drafter, spec_width=spec_width)
     return build_target(options, say=lambda m: click.echo(m, err=True))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option
+from ds4kit.cli.engine_flags import build_target_from_flags, drafter_options, engine_options, model_option
 
 _CARD = " (default: the model card's value)"
 
@@ -44,6 +44,7 @@ _CARD = " (default: the model card's value)"
 @click.option("--stop", "stops", multiple=True, help="Stop string (repeatable).")
 @click.option("--logprobs", type=int, default=0, help="Record the top-K log-probabilities per position (K >= 0).")
 @engine_options
+@drafter_options
 @click.option("--prefill", "prefill_mode", type=click.Choice(["exact", "batched"]), default="exact", show_default=True,
               help="Prefill mode: exact (as decoding one by one) or batched.")
 @click.option("--card", "card_path", type=click.Path(path_type=Path), default=None, help="Model card JSON to use.")
@@ -58,7 +59,8 @@ _CARD = " (default: the model card's value)"
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Run folder (default runs/generate-<utc>/).")
 def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinking, effort, max_tokens, max_ctx,
                  temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty,
-                 greedy, seed, stops, logprobs, backend, threads, fp8_kv, indexer_fp4, prefill_mode, card_path,
+                 greedy, seed, stops, logprobs, backend, threads, fp8_kv, indexer_fp4, drafter, spec_width, prefill_mode,
+                 card_path,
                  cache, cache_dir, cache_mb, cache_disk_mb, quiet, out):
     """Generate text with the embedded engine; streams tokens and writes a `generate` report.
 
@@ -77,7 +79,8 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
         cache_dir=cache_dir, cache_mb=cache_mb, cache_disk_mb=cache_disk_mb, out=out,
         command=list(sys.argv))
     config.check()  # before the target is built: a bad flag costs nothing
-    target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4)
+    target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4, drafter=drafter,
+                                     spec_width=spec_width)
 
     streaming = [False]  # text streamed since the last line end
 

@@ -75,9 +75,10 @@ def run_conversation(model: Any, messages: Sequence[dict[str, Any]], cfg: Genera
                      session_options: dict[str, Any], cache: Any = None, thinking: bool = False,
                      effort: str | None = None,
                      on_token: Callable[[int, TokenEvent], None] | None = None,
-                     should_stop: Callable[[], bool] | None = None) -> list[TurnResult]:
+                     should_stop: Callable[[], bool] | None = None, speculation: Any = None) -> list[TurnResult]:
     """Generate every missing assistant reply in order (see the module docstring). on_token gets
-    (turn number, event). Stops early (returning the turns done) once should_stop() is true."""
+    (turn number, event). Stops early (returning the turns done) once should_stop() is true.
+    speculation: generate each reply speculatively (session_options must capture its layers)."""
     history: list[dict[str, Any]] = []
     seen: list[list[int]] = []          # every token stream processed so far
     turns: list[TurnResult] = []
@@ -108,7 +109,8 @@ def run_conversation(model: Any, messages: Sequence[dict[str, Any]], cfg: Genera
         turn_no = len(turns)
         res = generate(session, model.tokenizer, ids, cfg, should_stop=should_stop,
                        on_token=(lambda ev: on_token(turn_no, ev)) if on_token else None,
-                       fed=session.pos, first_logits=first_logits if session.pos == fed else None)
+                       fed=session.pos, first_logits=first_logits if session.pos == fed else None,
+                       speculation=speculation)
         if cache is not None and session.pos > 0:
             cache.put(session.snapshot())
             taken.append(session.pos)

@@ -179,6 +179,7 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
     else:
         state.spec = speculation.start(session, params)
         _speculative_loop(session, state.spec, logits, state, cfg, on_token, stop_requested)
+        speculation.finished(state.spec)
     decode_s = time.perf_counter() - decode_t0
     stop_reason, stop_detail, text = state.stop_reason, state.stop_detail, state.text
     text += state.decoder.decode(b"", final=True) if stop_reason != "stop_string" else ""

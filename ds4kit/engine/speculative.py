@@ -88,8 +88,14 @@ class Speculation:
         return out
 
     def start(self, session: Any, params: Any) -> Any:
+        """The native loop for one generation, carrying the width policy of the previous one (its
+        measured costs and acceptance), so the warmup is paid once per drafter, not per reply."""
         native_session = getattr(session, "_s", session)
-        return engine_module().Speculator(native_session, self.proposer, params, self.width)
+        return engine_module().Speculator(native_session, self.proposer, params, self.width,
+                                          getattr(self, "_carry", None))
+
+    def finished(self, speculator: Any) -> None:
+        self._carry = speculator.policy_state()
 
 
 def summarize(stats: dict[str, Any], decisions: list[dict[str, Any]], policy: dict[str, Any],

@@ -19,7 +19,8 @@ from ds4kit.engine.generate import GenerationConfig, GenerationResult, sampling_
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
-from ds4kit.jobs.generate_output import rate, results_dict, summary_md, write_logprobs, write_token_table
+from ds4kit.jobs.generate_output import (rate, results_dict, summary_md, write_logprobs, write_spec_decisions,
+                                         write_token_table)
 from ds4kit.jobs.generate_prompt import load_prompt
 from ds4kit.jobs.generate_turns import cache_problem, run_turns, turns_summary, write_turns
 from ds4kit.engine.conversation import turns_to_generate
@@ -247,6 +248,8 @@ def run(config: GenerateConfig, target: Any, *, on_text: Callable[[str], None] |
         write_token_table(run.add_file("tokens", "tokens.csv"), res, target.detokenize)
         if config.logprobs:
             write_logprobs(run.add_file("logprobs", "logprobs.jsonl"), res)
+        if res.spec_decisions is not None:
+            write_spec_decisions(run.add_file("speculation", "speculation.jsonl"), res)
         results = results_dict(res, prompt_text=prompt_text, values=values, source=source, seed=config.seed,
                                thinking=thinking, effort=config.effort, budget=budget, budget_tokens=budget_tokens,
                                max_tokens=config.max_tokens, max_ctx=config.max_ctx,

@@ -57,6 +57,7 @@ def results_dict(res: GenerationResult, *, prompt_text: str, values: dict[str, A
         },
         "logprobs": {"k": logprobs, "positions": len(res.logprobs),
                      "min_top2_margin": min(margins) if margins else None},
+        "speculation": res.speculation,
         "not_measured": not_measured,
     }
 
@@ -66,4 +67,26 @@ def summary_md(r: dict[str, Any]) -> str:
     return (f"## Output ({r['output']['n_tokens']} tokens, stop: {r['stop']['reason']})\n\n```\n{r['output']['text']}\n```\n\n"
             f"- prompt tokens: {r['prompt']['n_tokens']}\n- prefill: {rate(t['prefill_tok_s'])} ({t['prefill_mode']})\n"
             f"- decode: {rate(t['decode_tok_s'])}\n- sampling: " +
-            ", ".join(f"{k}={v}" for k, v in r["sampling"].items() if k != "source") + "\n")
+            ", ".join(f"{k}={v}" for k, v in r["sampling"].items() if k != "source") + "\n"
+            + spec_summary_md(r.get("speculation")))
+
+
+def spec_summary_md(sp: dict[str, Any] | None) -> str:
+    if not sp:
+        return ""
+    acc = sp["acceptance_rate"]
+    tpf = sp["tokens_per_forward"]
+    est = sp.get("estimated_speedup_vs_decode")
+    return (f"- speculation: {sp['drafter']} drafter, width {sp['width']}: {sp['accepted']}/{sp['verified']} candidates "
+            f"accepted ({'n/a' if acc is None else f'{acc:.1%}'}), {tpf:.2f} tokens per target forward over "
+            f"{sp['steps']} steps ({sp['plain_steps']} plain)"
+            + (f", about {est:.2f}x the measured decode cost" if est else "") + "\n")
+
+
+def write_spec_decisions(path: Path, res: GenerationResult) -> None:
+    """One line per speculative step: the width policy's decision and what was accepted."""
+    import json
+
+    with open(path, "w", encoding="utf-8") as f:
+        for d in res.spec_decisions or []:
+            f.write(json.dumps(d) + "\n")

@@ -8,7 +8,7 @@ from ds4kit.engine.generate import GenerationConfig, GenerationResult, TokenEven
 from ds4kit.targets.capabilities import Capabilities, ModelIdentity
 from ds4kit.targets.options import TargetOptions
 
-EMBEDDED_CAPABILITIES = Capabilities(logits=True, verify=True, snapshot=True, rewind=True, drafter=False,
+EMBEDDED_CAPABILITIES = Capabilities(logits=True, verify=True, snapshot=True, rewind=True, drafter=True,
                                      token_ids=True, top_logprobs=True, server_timings=False)
 
 
@@ -21,6 +21,7 @@ class EmbeddedTarget:
         self.options = options
         self.synthetic_model = synthetic_model
         self._model = None
+        self._speculation = None
 
     # -- lifecycle ----------------------------------------------------------
     def load(self) -> None:
@@ -28,6 +29,17 @@ class EmbeddedTarget:
             from ds4kit.engine import Model
 
             self._model = Model.load(self.path, backend=self.options.backend, threads=self.options.resolved_threads)
+        if self.options.drafter is not None and self._speculation is None:
+            from ds4kit.engine import Drafter
+            from ds4kit.engine.speculative import Speculation
+
+            self._speculation = Speculation.dspark(Drafter.load(self.options.drafter, self._model),
+                                                   width=self.options.spec_width)
+
+    @property
+    def speculation(self):
+        """The DSpark drafter and width policy replies are generated with (None: target-only)."""
+        return self._speculation
 
     @property
     def model(self):
@@ -47,6 +59,9 @@ class EmbeddedTarget:
             "numerics": self.options.numerics.as_dict(),
             "capabilities": self.capabilities.as_dict(),
             "synthetic_model": self.synthetic_model,
+            "speculation": self._speculation.describe() if self._speculation is not None else (
+                {"drafter": str(self.options.drafter), "width": self.options.spec_width or "auto"}
+                if self.options.drafter is not None else None),
         }
 
     def manifest_entry(self) -> dict[str, Any]:
@@ -75,7 +90,10 @@ class EmbeddedTarget:
 
     def session_options(self, max_ctx: int) -> dict[str, Any]:
         n = self.options.numerics
-        return {"max_ctx": max_ctx, "fp8_kv": n.fp8_kv, "indexer_fp4": n.indexer_fp4}
+        out = {"max_ctx": max_ctx, "fp8_kv": n.fp8_kv, "indexer_fp4": n.indexer_fp4}
+        if self._speculation is not None:
+            out.update(self._speculation.session_options())  # the features the drafter reads
+        return out
 
     def prefix_cache(self, max_ctx: int, *, max_bytes: int, cache_dir: Path | None = None,
                      disk_max_bytes: int | None = None, warn: Callable[[str], None] | None = None):
@@ -94,10 +112,10 @@ class EmbeddedTarget:
 
         return run_conversation(self.model, messages, config, session_options=self.session_options(max_ctx),
                                 cache=cache, thinking=thinking, effort=effort, on_token=on_token,
-                                should_stop=should_stop)
+                                should_stop=should_stop, speculation=self._speculation)
 
     def generate(self, prompt_ids: Sequence[int], config: GenerationConfig, *, max_ctx: int,
                  on_token: Callable[[TokenEvent], None] | None = None,
                  should_stop: Callable[[], bool] | None = None) -> GenerationResult:
         return generate(self.session(max_ctx), self.model.tokenizer, prompt_ids, config, on_token=on_token,
-                        should_stop=should_stop)
+                        should_stop=should_stop, speculation=self._speculation)

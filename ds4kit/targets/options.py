@@ -36,6 +36,8 @@ class TargetOptions:
     numerics: Numerics = field(default_factory=Numerics)
     fallback: str = "demo"                 # synthetic model used without `model` (ds4kit.synth.demo)
     model_flag: str = "--model"            # how the user names the model, for messages
+    drafter: str | os.PathLike | None = None  # a DSpark drafter GGUF: generate speculatively
+    spec_width: int = 0                    # 0: the automatic width policy; 1..8 fixed
 
     def check(self) -> None:
         if self.backend not in BACKEND_CHOICES:
@@ -48,6 +50,10 @@ class TargetOptions:
                 raise ConfigError(f"{path}: model file not found", self.model_flag)
             if not path.is_file():
                 raise ConfigError(f"{path}: not a file", self.model_flag)
+        if self.drafter is not None and not Path(self.drafter).is_file():
+            raise ConfigError(f"{self.drafter}: drafter file not found", "--drafter")
+        if not isinstance(self.spec_width, int) or not 0 <= self.spec_width <= 8:
+            raise ConfigError(f"must be auto or a width 1..8, got {self.spec_width!r}", "--spec-width")
 
     @property
     def resolved_threads(self) -> int:
@@ -59,12 +65,15 @@ class TargetOptions:
         """Plain JSON for a child process that builds the same target (ds4kit.bench.engine_worker)."""
         return {"model": str(Path(self.model).resolve()) if self.model is not None else None,
                 "backend": self.backend, "threads": self.threads, "numerics": self.numerics.as_dict(),
-                "fallback": self.fallback}
+                "fallback": self.fallback,
+                "drafter": str(Path(self.drafter).resolve()) if self.drafter is not None else None,
+                "spec_width": self.spec_width}
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> "TargetOptions":
         return cls(model=spec["model"], backend=spec["backend"], threads=spec["threads"],
-                   numerics=Numerics(**spec["numerics"]), fallback=spec.get("fallback", "demo"))
+                   numerics=Numerics(**spec["numerics"]), fallback=spec.get("fallback", "demo"),
+                   drafter=spec.get("drafter"), spec_width=spec.get("spec_width", 0))
 
 
 def choose_model(options: TargetOptions, say: Callable[[str], None]) -> tuple[Path, str | None]:

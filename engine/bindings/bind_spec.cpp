@@ -73,9 +73,27 @@ void bind_spec(py::module_& m) {
         .def(py::init<std::vector<int32_t>, int64_t, std::vector<int64_t>, int32_t, int64_t>(), py::arg("reference"),
              py::arg("start"), py::arg("error_positions"), py::arg("n_vocab"), py::arg("max_draft") = 7);
 
+    py::class_<WidthPolicy>(m, "WidthPolicy", "The width policy (spec/width_policy.h): alone for tests, or carried between generations")
+        .def(py::init<int64_t, int64_t>(), py::arg("fixed"), py::arg("max_width"))
+        .def(
+            "plan",
+            [](WidthPolicy& p, int64_t pos, int64_t limit, int64_t drafted, const std::vector<float>& confidence) {
+                WidthDecision d = p.plan(pos, limit);
+                if (d.planned > 1) p.trim(d, drafted < 0 ? d.planned - 1 : drafted, confidence);
+                return decision_dict(d);
+            },
+            py::arg("pos"), py::arg("limit"), py::arg("drafted") = -1, py::arg("confidence") = std::vector<float>{},
+            "plan() then, for a width > 1, trim() with a draft of `drafted` tokens (-1: as many as asked)")
+        .def("record_draft", &WidthPolicy::record_draft, py::arg("seconds"))
+        .def("record_verify", &WidthPolicy::record_verify, py::arg("width"), py::arg("seconds"))
+        .def("record_accepted", &WidthPolicy::record_accepted, py::arg("candidates"), py::arg("accepted"))
+        .def("verify_costs", &WidthPolicy::verify_costs)
+        .def("acceptance", &WidthPolicy::acceptance);
+
     py::class_<Ds4Speculator>(m, "Speculator", "The speculative loop over one session (spec/speculator.h)")
-        .def(py::init<Ds4Session&, std::shared_ptr<Proposer>, const SamplingParams&, int64_t>(), py::arg("session"),
-             py::arg("proposer"), py::arg("params"), py::arg("width") = 0, py::keep_alive<1, 2>())
+        .def(py::init<Ds4Session&, std::shared_ptr<Proposer>, const SamplingParams&, int64_t, const WidthPolicy*>(),
+             py::arg("session"), py::arg("proposer"), py::arg("params"), py::arg("width") = 0,
+             py::arg("carry") = nullptr, py::keep_alive<1, 2>())
         .def(
             "begin",
             [](Ds4Speculator& sp, const F32In& logits, std::vector<int32_t> history) {
@@ -112,6 +130,8 @@ void bind_spec(py::module_& m) {
                  for (const auto& d : sp.decisions()) l.append(decision_dict(d));
                  return l;
              })
+        .def("policy_state", [](const Ds4Speculator& sp) { return WidthPolicy(sp.policy()); },
+             "A copy of the width policy (pass it as `carry` to the next generation's Speculator)")
         .def("policy", [](const Ds4Speculator& sp) {
             const WidthPolicy& p = sp.policy();
             py::dict o;

@@ -34,7 +34,7 @@ int64_t checked_width(int64_t width, const Proposer& p) {
 }  // namespace
 
 Ds4Speculator::Ds4Speculator(Ds4Session& target, std::shared_ptr<Proposer> proposer, const SamplingParams& params,
-                             int64_t width)
+                             int64_t width, const WidthPolicy* carry)
     : s_(target), proposer_(std::move(proposer)), sampler_(params, (int32_t)target.model().hparams().n_vocab),
       policy_(checked_width(width, *proposer_), max_width(*proposer_)),
       vocab_(target.model().hparams().n_vocab) {
@@ -46,6 +46,12 @@ Ds4Speculator::Ds4Speculator(Ds4Session& target, std::shared_ptr<Proposer> propo
                             ", but the session captures " + layer_list(opt.capture_layers) + " at their " +
                             (opt.capture_input ? "input" : "output") +
                             " (open it with capture_layers = the drafter's capture layers)");
+    }
+    if (carry) {
+        if (carry->max_width() != policy_.max_width() || carry->fixed() != policy_.fixed()) {
+            throw ArgumentError("speculation: the carried width policy is for another drafter or width");
+        }
+        policy_ = *carry;
     }
     feat_width_ = want.empty() ? 0 : (int64_t)want.size() * target.model().hparams().n_embd;
     window_ = want.empty() ? 0 : proposer_->max_context();

@@ -35,8 +35,10 @@ class Ds4Speculator {
 public:
     // width: 0 for the automatic policy, else 1..8 (capped at 1 + the proposer's longest
     // draft). The session must capture the layers the proposer reads (ArgumentError).
+    // carry: a policy from an earlier generation with this proposer and width (its measured
+    // costs and acceptance), or null to start afresh.
     Ds4Speculator(Ds4Session& target, std::shared_ptr<Proposer> proposer, const SamplingParams& params,
-                  int64_t width);
+                  int64_t width, const WidthPolicy* carry = nullptr);
 
     // After the prompt: `logits` are its last row, `history` every token fed (penalties
     // see it). Draws the first token and returns it; it is pending.

@@ -9,7 +9,7 @@ namespace ds4 {
 
 namespace {
 constexpr double kEma = 0.3;          // weight of a new timing
-constexpr double kDecay = 0.97;       // per observation: recent acceptance counts more
+constexpr double kDecay = 0.99;       // per observation: about the last 100 count (recent ones more)
 constexpr double kPriorAccept = 0.5;  // pseudo-counts: a weak, pessimistic prior
 constexpr double kPriorTried = 1.0;
 constexpr double kMargin = 1.02;      // a width must beat plain decoding by 2% to be chosen
@@ -90,8 +90,10 @@ WidthDecision WidthPolicy::plan(int64_t pos, int64_t limit) {
         d.planned = 1;  // warmup 1: the plain decode cost
         d.reason = "warmup";
     } else if (!draft_measured_ || cost_measured_above_1() == 0) {
-        d.planned = cap;  // warmup 2: the widest verify the limit allows, and the draft cost
-        d.reason = cap < max_width_ ? "warmup, limit" : "warmup";
+        // warmup 2: the draft cost and the cheapest speculative step (width 2); wider widths
+        // are estimated on the line through widths 1 and 2 until the policy tries them.
+        d.planned = std::min<int64_t>(2, cap);
+        d.reason = "warmup";
     } else {
         const std::vector<double> a = acceptance();
         const double plain = speed(1, a);

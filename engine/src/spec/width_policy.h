@@ -8,6 +8,9 @@
 // measured verify costs per width (a line through them for widths not yet measured),
 // the draft cost and decayed acceptance counts by position, and picks the w with the
 // most tokens per second, w = 1 (speculation off) when nothing beats plain decoding.
+// Warmup is one plain step and one step of width 2 (the cheapest way to be wrong); a
+// policy can be carried from one generation to the next (Ds4Speculator's `carry`), so
+// the warmup is paid once per drafter and machine, not once per reply.
 // While off it re-probes after 16, 32, .. 256 plain steps, so a drafter that starts to
 // agree is noticed. A drafter's confidence head, where it has one, shortens a step
 // whose candidates it doubts. Every decision is recorded with its reason.
@@ -43,6 +46,7 @@ public:
     void record_accepted(int64_t candidates, int64_t accepted);
 
     bool automatic() const { return fixed_ == 0; }
+    int64_t fixed() const { return fixed_; }
     int64_t max_width() const { return max_width_; }
     // Measured (or, where unmeasured, estimated) seconds of a verify of each width 1..max.
     std::vector<double> verify_costs() const;
