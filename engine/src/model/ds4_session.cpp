@@ -120,6 +120,12 @@ void Ds4Session::rewind(int64_t n) {
     tokens_.resize((size_t)state_->pos());
 }
 
+void Ds4Session::reserve_logits_rows(int64_t rows) {
+    if (logits_rows_ >= rows) return;
+    logits_buf_ = model_->backend().alloc((size_t)(rows * model_->hparams().n_vocab) * sizeof(float));
+    logits_rows_ = rows;
+}
+
 void Ds4Session::check_tokens(const int32_t* tokens, int64_t n) const {
     const int64_t V = model_->hparams().n_vocab;
     for (int64_t i = 0; i < n; ++i) {
@@ -219,10 +225,7 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
     if (m > 0) {  // a prefill block whose logits nobody reads skips the LM head
         // Sized for the most rows asked so far (decode and prefill need one, a verify up to
         // kBlock): grows a few times per session, never per token.
-        if (logits_rows_ < m) {
-            logits_buf_ = be.alloc((size_t)(m * hp.n_vocab) * sizeof(float));
-            logits_rows_ = m;
-        }
+        reserve_logits_rows(m);
         runner_.head(w, m == n ? act_.X : act_.X2, act_, m, logits_buf_->as<float>());
         logits.resize(off + (size_t)(m * hp.n_vocab));
         be.download(logits.data() + off, logits_buf_->as<const float>(), m * hp.n_vocab);

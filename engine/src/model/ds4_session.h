@@ -92,6 +92,10 @@ public:
     // [tokens][capture_layers.size()][n_embd] (empty without capture layers).
     const std::vector<float>& captured() const { return captured_; }
 
+    // Sizes the logits buffer for verifies of up to `rows` tokens now, so that the first
+    // verify of a width is not slower than the next (a speculative loop times them).
+    void reserve_logits_rows(int64_t rows);
+
     // Most tokens one forward block holds (the backend's ring keeps this many extra rows).
     static constexpr int64_t kBlock = 32;
     // Most positions a rewind takes back (the rings keep this many extra positions).

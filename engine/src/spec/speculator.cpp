@@ -53,6 +53,7 @@ Ds4Speculator::Ds4Speculator(Ds4Session& target, std::shared_ptr<Proposer> propo
         }
         policy_ = *carry;
     }
+    target.reserve_logits_rows(policy_.max_width());
     feat_width_ = want.empty() ? 0 : (int64_t)want.size() * target.model().hparams().n_embd;
     window_ = want.empty() ? 0 : proposer_->max_context();
     stats_.tried_at.assign((size_t)policy_.max_width() - 1, 0);

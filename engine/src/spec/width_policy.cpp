@@ -10,14 +10,14 @@ namespace ds4 {
 namespace {
 constexpr double kEma = 0.3;          // weight of a new timing
 constexpr double kDecay = 0.99;       // per observation: about the last 100 count (recent ones more)
-constexpr double kPriorAccept = 0.5;  // pseudo-counts: a weak, pessimistic prior
-constexpr double kPriorTried = 1.0;
+constexpr double kPrior = 1.0;        // pseudo-observations behind each position's prior
+constexpr double kPriorFirst = 0.5;   // the first position's prior: weak and pessimistic
 constexpr double kMargin = 1.02;      // a width must beat plain decoding by 2% to be chosen
 constexpr int64_t kMaxProbeGap = 256;
 }  // namespace
 
 WidthPolicy::WidthPolicy(int64_t fixed, int64_t max_width)
-    : fixed_(fixed), max_width_(max_width), verify_s_((size_t)max_width + 1, 0.0),
+    : fixed_(fixed), max_width_(max_width), verify_s_((size_t)max_width + 1, 0.0), verify_n_((size_t)max_width + 1, 0),
       tried_((size_t)max_width, 0.0), accepted_((size_t)max_width, 0.0) {
     if (max_width < 1 || max_width > 8) throw ArgumentError("speculation: max width must be 1..8");
     if (fixed < 0 || fixed > 8) throw ArgumentError("speculation: width must be 1..8 (or auto), got " + std::to_string(fixed));
@@ -25,7 +25,13 @@ WidthPolicy::WidthPolicy(int64_t fixed, int64_t max_width)
 
 std::vector<double> WidthPolicy::acceptance() const {
     std::vector<double> a((size_t)max_width_ - 1);
-    for (size_t j = 0; j < a.size(); ++j) a[j] = (accepted_[j] + kPriorAccept) / (tried_[j] + kPriorTried);
+    // A later position's prior is the estimate of the one before it (acceptance changes slowly
+    // along a draft), so a drafter that is right at position j is tried at j + 1.
+    double prior = kPriorFirst;
+    for (size_t j = 0; j < a.size(); ++j) {
+        a[j] = (accepted_[j] + kPrior * prior) / (tried_[j] + kPrior);
+        prior = a[j];
+    }
     return a;
 }
 
@@ -148,14 +154,20 @@ void WidthPolicy::trim(WidthDecision& d, int64_t drafted, const std::vector<floa
 }
 
 void WidthPolicy::record_draft(double seconds) {
-    draft_s_ = draft_measured_ ? (1 - kEma) * draft_s_ + kEma * seconds : seconds;
+    // As for verifies: the second timing replaces the first, later ones are averaged in.
+    draft_s_ = draft_n_ >= 2 ? (1 - kEma) * draft_s_ + kEma * seconds : seconds;
     draft_measured_ = true;
+    ++draft_n_;
 }
 
 void WidthPolicy::record_verify(int64_t width, double seconds) {
     if (width < 1 || width > max_width_) return;
     double& v = verify_s_[(size_t)width];
-    v = v > 0 ? (1 - kEma) * v + kEma * seconds : std::max(seconds, 1e-12);
+    int64_t& n = verify_n_[(size_t)width];
+    // The second timing of a width replaces the first (which may carry one-time costs: cold
+    // caches, first touches), later ones are averaged in.
+    v = n >= 2 ? (1 - kEma) * v + kEma * seconds : std::max(seconds, 1e-12);
+    ++n;
 }
 
 void WidthPolicy::record_accepted(int64_t candidates, int64_t accepted) {

@@ -63,9 +63,11 @@ private:
 
     int64_t fixed_, max_width_;
     std::vector<double> verify_s_;        // EMA per width (index w), 0 where unmeasured
+    std::vector<int64_t> verify_n_;       // timings recorded per width
     std::vector<double> tried_, accepted_;  // decayed counts per candidate index
     double draft_s_ = 0.0;
     bool draft_measured_ = false;
+    int64_t draft_n_ = 0;
     int64_t steps_ = 0;
     int64_t off_steps_ = 0, next_probe_ = 16;
 };
