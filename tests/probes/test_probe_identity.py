@@ -67,7 +67,6 @@ class SessionTarget:
 
     def load(self):
         self.model = Model.load(self.path, threads=2)
-        self.n_vocab = self.model.n_vocab
 
     def describe(self):
         return {"kind": self.kind, "capabilities": self.capabilities.as_dict()}

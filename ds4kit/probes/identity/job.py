@@ -50,8 +50,7 @@ class IdentityConfig:
 def _runner(target: Any, config: IdentityConfig, eos: int | None):
     if target.kind == "embedded":
         return EngineArmRunner(target, max_ctx=config.max_ctx, top_k=config.top_k, eos=eos)
-    return SessionArmRunner(lambda: target.session(config.max_ctx), n_vocab=target.n_vocab, top_k=config.top_k,
-                            eos=eos)
+    return SessionArmRunner(lambda: target.session(config.max_ctx), top_k=config.top_k, eos=eos)
 
 
 def run(config: IdentityConfig, target: Any, *, say: Callable[[str], None] = say_stderr,

@@ -85,8 +85,8 @@ class EngineArmRunner:
 class SessionArmRunner:
     """Greedy decoding over a session that verifies in batches (its rows need not equal its decode)."""
 
-    def __init__(self, open_session: Any, *, n_vocab: int, top_k: int, eos: int | None):
-        self.open_session, self.n_vocab, self.top_k, self.eos = open_session, n_vocab, top_k, eos
+    def __init__(self, open_session: Any, *, top_k: int, eos: int | None):
+        self.open_session, self.top_k, self.eos = open_session, top_k, eos
 
     def run(self, arm: Arm, prompt: Sequence[int], max_tokens: int, reference: list[int] | None,
             item_seed: int) -> ArmResult:
@@ -97,6 +97,7 @@ class SessionArmRunner:
         t0 = time.perf_counter()
         logits = np.asarray(s.prefill(list(prompt)))
         prefill_s = time.perf_counter() - t0
+        n_vocab = int(logits.shape[-1])
         errors = scripted_errors(arm, start, max_tokens, item_seed) if arm.kind == "scripted" else []
         bad = set(errors)
         width = (arm.width or DEFAULT_BATCHED_WIDTH) if arm.kind == "scripted" else 1
@@ -122,7 +123,7 @@ class SessionArmRunner:
                 k = p - start
                 if k >= len(reference):
                     break
-                cands.append((reference[k] + 1) % self.n_vocab if p in bad else reference[k])
+                cands.append((reference[k] + 1) % n_vocab if p in bad else reference[k])
             tv = time.perf_counter()
             rows = np.asarray(s.verify([pending] + cands)) if cands else np.asarray(s.decode(pending))[None, :]
             stats["verify_s"] += time.perf_counter() - tv
