@@ -64,11 +64,20 @@ class StopSignals:
         self._old: dict[int, Any] = {}
         self.signums: list[int] = []
         self._t: float | None = None
+        self._request: dict[str, Any] | None = None  # a stop asked for by the program itself
 
     # -- the request ----------------------------------------------------------
     @property
     def requested(self) -> bool:
-        return bool(self.signums)
+        return bool(self.signums) or self._request is not None
+
+    def request(self, cause: str, reason: str, exit_code: int) -> None:
+        """Ask the job to stop as a signal would, for another cause (a thermal abort): it
+        finishes the current step and keeps what it made; the report's `interrupt` names the
+        cause and the process exits with `exit_code`. Safe from another thread (one assignment)."""
+        if self._request is None:
+            self._request = {"cause": cause, "reason": reason, "exit_code": int(exit_code),
+                             "received_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
     def __call__(self) -> bool:
         """`stop` itself is the should_stop callback loops take."""
@@ -76,16 +85,20 @@ class StopSignals:
 
     @property
     def signal_name(self) -> str | None:
-        return signal.Signals(self.signums[0]).name if self.signums else None
+        if not self.signums:
+            return self._request["cause"] if self._request is not None else None
+        return signal.Signals(self.signums[0]).name
 
     @property
     def exit_code(self) -> int | None:
-        return exit_code_for(self.signums[0]) if self.signums else None
+        if not self.signums:
+            return self._request["exit_code"] if self._request is not None else None
+        return exit_code_for(self.signums[0])
 
     def record(self) -> dict[str, Any] | None:
-        """The report's `interrupt` entry (reports/schema/common.json), or None without a signal."""
+        """The report's `interrupt` entry (reports/schema/common.json), or None without a stop."""
         if not self.signums:
-            return None
+            return dict(self._request) if self._request is not None else None
         return {"signal": self.signal_name, "exit_code": self.exit_code, "signals_received": len(self.signums),
                 "received_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._t))}
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ds4kit.cli.engine_flags import build_target_from_flags, drafter_options, engine_options, model_option
+from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 _CARD = " (default: the model card's value)"
 
@@ -45,6 +46,7 @@ _CARD = " (default: the model card's value)"
 @click.option("--logprobs", type=int, default=0, help="Record the top-K log-probabilities per position (K >= 0).")
 @engine_options
 @drafter_options
+@thermal_flags
 @click.option("--prefill", "prefill_mode", type=click.Choice(["exact", "batched"]), default="exact", show_default=True,
               help="Prefill mode: exact (as decoding one by one) or batched.")
 @click.option("--card", "card_path", type=click.Path(path_type=Path), default=None, help="Model card JSON to use.")
@@ -61,7 +63,7 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
                  temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty,
                  greedy, seed, stops, logprobs, backend, threads, fp8_kv, indexer_fp4, drafter, spec_width, prefill_mode,
                  card_path,
-                 cache, cache_dir, cache_mb, cache_disk_mb, quiet, out):
+                 cache, cache_dir, cache_mb, cache_disk_mb, quiet, out, **thermal_kw):
     """Generate text with the embedded engine; streams tokens and writes a `generate` report.
 
     Ctrl-C or SIGTERM stops after the current token: the report, tokens.csv and logprobs.jsonl
@@ -77,7 +79,7 @@ def generate_cmd(model, prompt, prompt_file, messages_file, system, raw, thinkin
         presence_penalty=presence_penalty, frequency_penalty=frequency_penalty, greedy=greedy, seed=seed,
         stops=tuple(stops), logprobs=logprobs, prefill_mode=prefill_mode, card_path=card_path, cache=cache,
         cache_dir=cache_dir, cache_mb=cache_mb, cache_disk_mb=cache_disk_mb, out=out,
-        command=list(sys.argv))
+        command=list(sys.argv), thermal=pop_thermal(thermal_kw))
     config.check()  # before the target is built: a bad flag costs nothing
     target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4, drafter=drafter,
                                      spec_width=spec_width)

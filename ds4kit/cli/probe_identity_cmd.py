@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option
+from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 
 def _acceptances(text: str) -> tuple[float, ...]:
@@ -32,8 +33,10 @@ def _acceptances(text: str) -> tuple[float, ...]:
 @click.option("--max-tokens", type=int, default=None, help="Tokens per item (default: each item's own).")
 @click.option("--max-ctx", type=int, default=8192, show_default=True, help="Context size of every session.")
 @engine_options
+@thermal_flags
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Run folder (default runs/probe-identity-<utc>/).")
-def identity(model, drafter, suite, arms, acceptance, max_tokens, max_ctx, backend, threads, fp8_kv, indexer_fp4, out):
+def identity(model, drafter, suite, arms, acceptance, max_tokens, max_ctx, backend, threads, fp8_kv, indexer_fp4, out,
+             **thermal_kw):
     """DSpark speculative decoding versus target-only, token for token (greedy).
 
     Every arm must produce exactly the target-only token ids on every item; at a divergence the
@@ -44,7 +47,7 @@ def identity(model, drafter, suite, arms, acceptance, max_tokens, max_ctx, backe
     from ds4kit.probes.identity.job import IdentityConfig, run
 
     config = IdentityConfig(suite=suite, arms=arms, acceptances=_acceptances(acceptance), max_tokens=max_tokens,
-                            max_ctx=max_ctx, out=out, command=list(sys.argv))
+                            max_ctx=max_ctx, out=out, command=list(sys.argv), thermal=pop_thermal(thermal_kw))
     config.check()
     from ds4kit.probes.identity.arms import select_arms
 

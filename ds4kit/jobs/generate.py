@@ -19,6 +19,7 @@ from ds4kit.engine.generate import GenerationConfig, GenerationResult, sampling_
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.jobs.generate_output import (rate, results_dict, summary_md, write_logprobs, write_spec_decisions,
                                          write_token_table)
 from ds4kit.jobs.generate_prompt import load_prompt
@@ -73,6 +74,7 @@ class GenerateConfig:
     cache_disk_mb: int = 20480
     out: Path | None = None
     command: list[str] | None = field(default=None, repr=False)
+    thermal: ThermalOptions = field(default_factory=ThermalOptions)  # --thermal and its thresholds
 
     @property
     def thinking_enabled(self) -> bool:
@@ -210,36 +212,39 @@ def run(config: GenerateConfig, target: Any, *, on_text: Callable[[str], None] |
         say(f"model {ident.path.name if ident.path else ident.name}: {len(prompt_ids)} prompt tokens, sampling "
             + ", ".join(f"{k}={v}" for k, v in values.items()) + f", seed {config.seed}")
 
-        streamed: list[str] = []
+        tel = RunTelemetry(run, config.thermal, stop, say)
+        with tel:
+            streamed: list[str] = []
 
-        def on_token(ev) -> None:
-            streamed.append(ev.text)
-            if on_text is not None:
-                on_text(ev.text)
+            def on_token(ev) -> None:
+                streamed.append(ev.text)
+                tel.progress(len(streamed))
+                if on_text is not None:
+                    on_text(ev.text)
 
-        extra: dict[str, Any] = {}
-        replies = 0 if prompt.plain is not None else len(turns_to_generate(prompt.messages))
-        if config.cache_enabled or replies > 1:
-            cache = _prefix_cache(target, config, run)
-            turns, rows = run_turns(target, prompt.messages, gen, config, cache=cache, on_token=on_token,
-                                    should_stop=stop, say=say)
-            if turns:
-                res, prompt_ids = turns[-1].result, turns[-1].prompt_ids
-                prompt_text = target.detokenize(prompt_ids)
-            elif stop.requested:  # stopped before the first turn began: an empty, interrupted result
-                res = GenerationResult(list(prompt_ids), [], "", "interrupted", "before the first turn", 0.0, 0.0, [])
+            extra: dict[str, Any] = {}
+            replies = 0 if prompt.plain is not None else len(turns_to_generate(prompt.messages))
+            if config.cache_enabled or replies > 1:
+                cache = _prefix_cache(target, config, run)
+                turns, rows = run_turns(target, prompt.messages, gen, config, cache=cache, on_token=on_token,
+                                        should_stop=stop, say=say)
+                if turns:
+                    res, prompt_ids = turns[-1].result, turns[-1].prompt_ids
+                    prompt_text = target.detokenize(prompt_ids)
+                elif stop.requested:  # stopped before the first turn began: an empty, interrupted result
+                    res = GenerationResult(list(prompt_ids), [], "", "interrupted", "before the first turn", 0.0, 0.0, [])
+                else:
+                    raise ValueError(f"{config.messages_file}: no user message left without a reply")
+                streamed = [res.text]  # the last turn's text is what the report's output holds
+                write_turns(run.add_file("turns", "turns.jsonl"), rows)
+                if cache is not None and config.cache_dir is not None:
+                    cache.flush()
+                extra = {"turns": rows, "cache": {
+                    "enabled": cache is not None, "dir": str(config.cache_dir) if config.cache_dir else None,
+                    "memory_mb": config.cache_mb, "disk_mb": config.cache_disk_mb if config.cache_dir else None,
+                    "stats": dict(cache.stats) if cache is not None else None}}
             else:
-                raise ValueError(f"{config.messages_file}: no user message left without a reply")
-            streamed = [res.text]  # the last turn's text is what the report's output holds
-            write_turns(run.add_file("turns", "turns.jsonl"), rows)
-            if cache is not None and config.cache_dir is not None:
-                cache.flush()
-            extra = {"turns": rows, "cache": {
-                "enabled": cache is not None, "dir": str(config.cache_dir) if config.cache_dir else None,
-                "memory_mb": config.cache_mb, "disk_mb": config.cache_disk_mb if config.cache_dir else None,
-                "stats": dict(cache.stats) if cache is not None else None}}
-        else:
-            res = target.generate(prompt_ids, gen, max_ctx=config.max_ctx, on_token=on_token, should_stop=stop)
+                res = target.generate(prompt_ids, gen, max_ctx=config.max_ctx, on_token=on_token, should_stop=stop)
         # The decoder's last flush (an unfinished UTF-8 sequence) is part of the text: stream it too.
         sent = "".join(streamed)
         if on_text is not None and len(res.text) > len(sent) and res.text.startswith(sent):
@@ -256,6 +261,7 @@ def run(config: GenerateConfig, target: Any, *, on_text: Callable[[str], None] |
                                prefill_mode=config.prefill_mode, threads=target.describe()["threads"],
                                logprobs=config.logprobs, not_measured=not_measured)
         results.update(extra)
+        results["telemetry"] = tel.results()
         interrupted = res.stop_reason == "interrupted"
         say(f"{len(res.tokens)} tokens, stop: {res.stop_reason}"
             + (f" ({stop.signal_name})" if interrupted else "")

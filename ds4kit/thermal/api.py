@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ds4kit.reports import atomic_write_text
 from ds4kit.thermal.csv_out import samples_csv
@@ -29,7 +29,8 @@ from ds4kit.thermal.summary import telemetry_results
 class TelemetryRecorder:
     def __init__(self, folder: str | os.PathLike, *, interval: float = 1.0, sysfs_root: str = "/",
                  sources: tuple[str, ...] = SOURCES, prefix: str = "telemetry", temp_patterns: tuple[str, ...] = ("*",),
-                 warn_at: float | None = None, plot: bool = True):
+                 warn_at: float | None = None, plot: bool = True,
+                 on_sample: "Callable[[dict[str, Any]], None] | None" = None):
         if not interval > 0:
             raise ValueError(f"telemetry interval must be positive, got {interval}")
         self.folder = Path(folder)
@@ -40,6 +41,7 @@ class TelemetryRecorder:
         self.temp_patterns = temp_patterns
         self.warn_at = warn_at
         self.plot = plot
+        self.on_sample = on_sample  # called in the sampling thread with each sample record
         self.files: dict[str, str] = {}
         self.results: dict[str, Any] | None = None
         self._discovery: Discovery | None = None
@@ -68,7 +70,9 @@ class TelemetryRecorder:
             while True:
                 with self._lock:
                     marks, self._marks = self._marks, []
-                self._sampler.sample("api", marks)
+                rec = self._sampler.sample("api", marks)
+                if self.on_sample is not None:
+                    self.on_sample(rec)
                 if self._stop.wait(ticker.delay()):
                     break
         except BaseException as exc:  # recorded and re-raised in stop(), never lost in the thread

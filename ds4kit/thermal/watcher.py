@@ -17,6 +17,7 @@ from typing import Any, Callable
 from ds4kit.interrupts import StopSignals, own_process_group
 from ds4kit.thermal.sampler import Sampler, Ticker
 from ds4kit.thermal.stats import watched_temperature
+from ds4kit.thermal.thresholds import ThresholdMonitor
 
 EXIT_THERMAL_ABORT = 3
 EXIT_COOLDOWN_TIMEOUT = 4
@@ -75,9 +76,8 @@ class Watcher:
         self._events: list[str] = []
         self._interrupts = 0
         self._handled_interrupts = 0
-        self._above_warn = False
-        self._last_warn_t = -1e18
-        self._abort_above_since: float | None = None
+        self.monitor = ThresholdMonitor(warn_at=config.warn_at, abort_at=config.abort_at,
+                                        abort_after=config.abort_after, warn_every=config.warn_every)
         self._aborting_at: float | None = None
         self._signals_sent: list[str] = []
         self.stop = StopSignals(on_signal=self._on_signal, hard_stop=False)
@@ -100,38 +100,17 @@ class Watcher:
 
     def _check_thresholds(self, rec: dict) -> bool:
         """Warn as needed; True when the abort condition has just been met."""
+        if self._aborting_at is not None:
+            return False
         temp, key = self.last_temp
-        t = rec["t"]
-        if temp is None:
-            return False
-        if self.c.warn_at is not None:
-            if temp >= self.c.warn_at:
-                if not self._above_warn or t - self._last_warn_t >= self.c.warn_every:
-                    self.say(f"ds4kit thermal WARNING: {key} = {temp:g} C >= --warn-at {self.c.warn_at:g} C (t={t:.1f}s)")
-                    self.out.warn_messages += 1
-                    self._last_warn_t = t
-                    self._events.append(f"warn {key}={temp:g}")
-                self._above_warn = True
-            elif self._above_warn:
-                self._above_warn = False
-                self._events.append(f"below warn {key}={temp:g}")
-        if self.c.abort_at is None or self._aborting_at is not None:
-            return False
-        if temp >= self.c.abort_at:
-            if self._abort_above_since is None:
-                self._abort_above_since = t
-            held = t - self._abort_above_since
-            if held >= self.c.abort_after:
-                self.out.abort = {
-                    "t": t, "metric": key, "value_c": temp, "abort_at_c": self.c.abort_at,
-                    "held_s": round(held, 3),
-                    "reason": f"{key} = {temp:g} C stayed >= --abort-at {self.c.abort_at:g} C for {held:.1f} s "
-                              f"(--abort-after {self.c.abort_after:g} s)",
-                    "signals": [], "child_stopped_by": None,
-                }
-                return True
-        else:
-            self._abort_above_since = None
+        v = self.monitor.check(rec["t"], temp, key)
+        if v.warning:
+            self.say(v.warning)
+            self.out.warn_messages += 1
+        self._events.extend(v.events)
+        if v.abort is not None:
+            self.out.abort = {**v.abort, "signals": [], "child_stopped_by": None}
+            return True
         return False
 
     # -- the child ----------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.probes.identity.arms import DEFAULT_ACCEPTANCE, TARGET_ONLY, select_arms
 from ds4kit.probes.identity.compare import first_divergence, tokens_sha256
 from ds4kit.probes.identity.output import arm_summaries, plot_identity, summary_md
@@ -34,6 +35,7 @@ class IdentityConfig:
     top_k: int = 5                      # log-probabilities kept per index (divergence reports)
     out: Path | None = None
     command: list[str] = field(default_factory=list)
+    thermal: ThermalOptions = field(default_factory=ThermalOptions)
 
     def check(self) -> None:
         from ds4kit.errors import ConfigError
@@ -78,40 +80,48 @@ def run(config: IdentityConfig, target: Any, *, say: Callable[[str], None] = say
 
         bar = tqdm(total=len(suite["items"]) * (len(arms) + 1), desc="identity", unit="run", disable=None)
         interrupted = False
-        for n_item, item in enumerate(suite["items"]):
-            prompt = target.tokenize(target.render_chat(item["messages"], thinking=bool(item.get("thinking"))))
-            max_tokens = config.max_tokens or int(item.get("max_tokens", 128))
-            # The reference pass (target-only, untimed) gives the scripted drafter its continuation;
-            # the timed arms then run in an order rotated per item, target-only among them.
-            ref = runner.run(arms[0], prompt, max_tokens, None, item_seed=n_item)
-            bar.update(1)
-            k = n_item % len(arms)
-            for arm in arms[k:] + arms[:k]:
+        tel, done_tokens = RunTelemetry(run, config.thermal, stop, say), 0
+        with tel:
+            for n_item, item in enumerate(suite["items"]):
                 if stop.requested:
                     interrupted = True
                     break
-                res = runner.run(arm, prompt, max_tokens, ref.tokens, item_seed=n_item)
-                div = first_divergence(ref, res)
-                per_arm[arm.name].append((item, res, div))
-                row = {"key": f"{item['id']}/{arm.name}", "item": item["id"], "arm": arm.name,
-                       "warmup": bool(item.get("warmup")), "prompt_tokens": len(prompt), "tokens": res.tokens,
-                       "sha256": tokens_sha256([res.tokens]), "decode_s": res.decode_s,
-                       "tok_s": len(res.tokens) / res.decode_s if res.decode_s > 0 else None,
-                       "identical": div is None, "divergence": div, "speculation": res.speculation,
-                       "errors": res.errors}
-                log.append(row)
+                prompt = target.tokenize(target.render_chat(item["messages"], thinking=bool(item.get("thinking"))))
+                max_tokens = config.max_tokens or int(item.get("max_tokens", 128))
+                # The reference pass (target-only, untimed) gives the scripted drafter its continuation;
+                # the timed arms then run in an order rotated per item, target-only among them.
+                ref = runner.run(arms[0], prompt, max_tokens, None, item_seed=n_item)
                 bar.update(1)
-                if div is not None:
-                    say(f"{item['id']}: {arm.name} diverges from target-only at token {div['index']} "
-                        f"(margin {div['reference_top2_margin']})")
-            if interrupted:
-                break
+                k = n_item % len(arms)
+                for arm in arms[k:] + arms[:k]:
+                    if stop.requested:
+                        interrupted = True
+                        break
+                    res = runner.run(arm, prompt, max_tokens, ref.tokens, item_seed=n_item)
+                    div = first_divergence(ref, res)
+                    per_arm[arm.name].append((item, res, div))
+                    row = {"key": f"{item['id']}/{arm.name}", "item": item["id"], "arm": arm.name,
+                           "warmup": bool(item.get("warmup")), "prompt_tokens": len(prompt), "tokens": res.tokens,
+                           "sha256": tokens_sha256([res.tokens]), "decode_s": res.decode_s,
+                           "tok_s": len(res.tokens) / res.decode_s if res.decode_s > 0 else None,
+                           "identical": div is None, "divergence": div, "speculation": res.speculation,
+                           "errors": res.errors}
+                    log.append(row)
+                    bar.update(1)
+                    done_tokens += len(res.tokens)
+                    tel.progress(done_tokens)
+                    if div is not None:
+                        say(f"{item['id']}: {arm.name} diverges from target-only at token {div['index']} "
+                            f"(margin {div['reference_top2_margin']})")
+                if interrupted:
+                    break
         bar.close()
         arm_rows = arm_summaries(arms, per_arm)
         verdict = "identical" if all(a["identical"] for a in arm_rows) else "diverged"
         results = {"verdict": verdict, "suite": {"id": suite["id"], "path": suite["path"], "sha256": suite["sha256"],
                                                  "items": len(suite["items"])},
                    "greedy": True, "arms": arm_rows, "notes": notes,
+                   "telemetry": tel.results(),
                    "rule": "identical iff every arm's greedy token ids equal the target-only reference pass's "
                            "on every item"}
         plot_identity(run.add_file("plot", "identity.png"), arm_rows)
