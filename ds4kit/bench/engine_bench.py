@@ -295,10 +295,11 @@ def fractions(tests: dict[str, dict[str, Any]], kinds: dict[str, str], work: dic
     return out
 
 
-def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], should_stop: Callable[[], bool],
-                     interrupt: Callable[[], dict[str, Any] | None]) -> Path:
+def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], stop: Any) -> Path:
     """The bench of ds4kit.jobs.bench_engine (config: its BenchEngineConfig; target: an unloaded
-    EmbeddedTarget whose options the ds4kit worker rebuilds). Returns the run folder."""
+    EmbeddedTarget whose options the ds4kit worker rebuilds; stop: the job's StopSignals).
+    Returns the run folder."""
+    from ds4kit.jobs.telemetry import RunTelemetry
     from ds4kit.bench.engine_bench_output import plot_bench, render_summary, write_csv
     from ds4kit.bench.progress import RepProgress
 
@@ -327,14 +328,20 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], sh
         probes = [run_hw_probe(threads, config.probe_mb)]
         rep_log = run.items("reps.jsonl", key="id")
 
+        tel = RunTelemetry(run, getattr(config, "thermal", None), stop, say)
+        done = [0]
+
         def on_rep(engine: str, ev: dict[str, Any]) -> None:
             rep_log.append({"id": f"{engine}/{ev['test']}/{ev['rep']}", "engine": engine, **ev})
+            done[0] += 1
+            tel.progress(done[0])  # repetitions finished: the soak summary's rate is reps per second
+            tel.mark(f"{engine} {ev['test']} rep {ev['rep']}")
 
-        with RepProgress(len(engines) * len(tests) * reps, enabled=config.progress) as bar:
+        with tel, RepProgress(len(engines) * len(tests) * reps, enabled=config.progress) as bar:
             raw = run_engines(engines, spec, tests, reps, config.delay_s,
                               lambda e: run.add_file(f"log_{e}", f"worker-{e.replace('.', '_')}.log"), bar,
-                              on_rep, should_stop)
-        interrupted = should_stop()
+                              on_rep, stop)
+        interrupted = stop()
         ours = raw.get("ds4kit", {})
         if ours.get("status") == "ok":  # only the worker loaded the engine: what auto resolved to
             run.set_target(dict(target.describe(), threads=threads, backend_resolved=ours["info"]["backend"]))
@@ -378,6 +385,7 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], sh
             "target_met": all(r["ratio"] >= 1.0 for r in ratios.values()) if ratios else None,
             "loadavg": {"start": [round(x, 2) for x in loadavg_start],
                         "end": [round(x, 2) for x in os.getloadavg()]},
+            "telemetry": tel.results(),
         }
         rows = write_csv(run.add_file("csv", "results.csv"), results, tests, model_path)
         results["csv_rows"] = len(rows)
@@ -387,7 +395,7 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], sh
             run.report["files"].pop("plot", None)
             run.warn("plot-failed", f"bench.png not written: {exc}")
         run.finish(results, summary_md=render_summary(results, [t["name"] for t in tests]),
-                   status="interrupted" if interrupted else "ok", interrupt=interrupt() if interrupted else None)
+                   status="interrupted" if interrupted else "ok", interrupt=stop.record() if interrupted else None)
         return run.folder
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option
+from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 
 @click.group()
@@ -56,11 +57,12 @@ def tokenizer(size_mb: float, out: str | None, seed: int, repeat: int) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default runs/bench-engine-<utc>).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@thermal_flags
 @click.option("--probe-mb", type=click.FloatRange(min=1), default=None, hidden=True,
               help="Bandwidth probe array size in MiB (default 4x the last-level cache; tests use less).")
 def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, reps: int, backend: str, threads: int | None,
            fp8_kv: bool, indexer_fp4: bool, delay: float, engines: str, prefill_mode: str, n_batch: int, seed: int,
-           fmt: str, out: Path | None, no_progress: bool, probe_mb: float | None) -> None:
+           fmt: str, out: Path | None, no_progress: bool, probe_mb: float | None, **thermal_kw) -> None:
     """Prefill and decode tok/s of the ds4kit engine vs llama.cpp on the same GGUF (llama-bench style).
 
     Without MODEL, the `medium` synthetic model is written once into the cache and used.
@@ -79,7 +81,8 @@ def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, reps: i
     config = BenchEngineConfig(pp=tuple(_parsed(parse_sizes, pp, "-p")), tg=tuple(_parsed(parse_sizes, tg, "-n")),
                                reps=reps, delay_s=delay, engines=tuple(_parsed(parse_engines, engines)),
                                prefill_mode=prefill_mode, n_batch=n_batch, seed=seed, probe_mb=probe_mb,
-                               progress=not no_progress, out=out, command=list(sys.argv))
+                               progress=not no_progress, out=out, command=list(sys.argv),
+                               thermal=pop_thermal(thermal_kw))
     config.check()
     target = build_target_from_flags(model_arg or model, backend, threads, fp8_kv, indexer_fp4,
                                      fallback="medium", model_flag="MODEL")

@@ -17,6 +17,7 @@ from ds4kit.bench.engine_runners import ENGINES
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import say_stderr, stop_signals
+from ds4kit.jobs.telemetry import ThermalOptions
 from ds4kit.reports.run import check_run_folder
 
 
@@ -34,6 +35,7 @@ class BenchEngineConfig:
     progress: bool = True
     out: Path | None = None
     command: list[str] | None = field(default=None, repr=False)
+    thermal: ThermalOptions = field(default_factory=ThermalOptions)  # --thermal and its thresholds
 
     def check(self) -> None:
         if not self.pp and not self.tg:
@@ -67,5 +69,5 @@ def run(config: BenchEngineConfig, target: Any, *, say: Callable[[str], None] = 
         raise ConfigError(f"bench engine measures the embedded engine; a {getattr(target, 'kind', '?')} target "
                           "cannot be benchmarked here")
     with stop_signals(stop) as stop:
-        folder = run_engine_bench(config, target, say=say, should_stop=stop, interrupt=stop.record)
+        folder = run_engine_bench(config, target, say=say, stop=stop)
     return folder / "report.json"
