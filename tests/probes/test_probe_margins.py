@@ -204,6 +204,7 @@ def test_llama_cpp_differences_found_as_llama_cpp_computes_them(small_q8, maths_
     assert r["bitwise_equal_rows"] == len(want) - len(differ) and r["all_rows_bitwise_equal"] is False
     assert r["max_abs_dlogit"] == max(w["max_abs_dlogit"] for w in want.values()) > 0
     assert r["flips"] == len(flips) == len(r["flip_list"])
+    assert r["flipped_positions"] == len({p + i for p, _, i in flips})
     assert r["target_kind"] == "llama.cpp" and r["target_claims_bitwise_verify"] is False
     # Width 1 is the same call as decode: always equal.
     assert all(w["bitwise_equal"] for (p, width, i), w in want.items() if width == 1)

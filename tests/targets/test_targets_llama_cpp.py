@@ -150,3 +150,24 @@ def test_rewind_limits_and_bad_calls(target, ids):
     with pytest.raises(ValueError, match="exceeds the llama.cpp context"):
         from ds4kit.targets.llama_cpp_session import LlamaCppSession
         LlamaCppSession(target.llama, target._lc, 10 ** 6)
+
+
+def test_generate_greedy_follows_llama_cpps_argmax(q8_model, target):
+    """ds4kit's generation loop over llama.cpp's logits: greedy is llama.cpp's own argmax chain."""
+    from ds4kit.engine.generate import GenerationConfig
+
+    ids = target.tokenize(target.render_chat([{"role": "user", "content": "Hi"}]))
+    res = target.generate(ids, GenerationConfig(max_tokens=4, temperature=0.0), max_ctx=64)
+    lc = llama_cpp_or_fail()
+    llm = lc.Llama(model_path=str(q8_model), n_ctx=64, n_batch=64, n_ubatch=64, n_threads=2, n_threads_batch=2,
+                   logits_all=True, verbose=False)
+    try:
+        for t in ids:           # prefill_mode "exact": one token per llama_decode
+            llm.eval([t])
+        want = []
+        for _ in range(4):
+            want.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
+            llm.eval([want[-1]])
+    finally:
+        llm.close()
+    assert res.tokens == want and res.stop_reason == "max_tokens"

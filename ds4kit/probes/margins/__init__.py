@@ -173,8 +173,9 @@ def run(config: MarginsConfig, target: Any, *, say: Callable[[str], None] = say_
             f"every one of the {summary['rows']} verify rows is bitwise equal to one-token decode "
             "(max |dlogit| = 0 at every width)" if summary["all_rows_bitwise_equal"] else
             f"{summary['rows'] - summary['bitwise_equal_rows']} of {summary['rows']} verify rows differ from "
-            f"one-token decode (max |dlogit| {summary['max_abs_dlogit']:.6g}); {summary['flips']} argmax flips, "
-            f"{summary['counted_flips']} at a margin above the tolerance")
+            f"one-token decode (max |dlogit| {summary['max_abs_dlogit']:.6g}); {summary['flips']} argmax flips "
+            f"({summary['counted_flips']} at a margin above the tolerance) at {summary['flipped_positions']} "
+            "distinct prompt positions")
         if rows:
             plot_histogram(run.add_file("histogram", "histogram.png"), rows, widths, config.tolerance,
                            f"probe margins, {target.kind}: |dlogit| of {len(rows)} verify rows vs one-token decode")

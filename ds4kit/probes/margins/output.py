@@ -55,6 +55,8 @@ def plot_histogram(path: Path, rows: list[RowResult], widths: list[int], toleran
         zeros = sum(r.bitwise_equal for r in sel)
         if d:
             ax.hist(d, bins=bins, color="#4477aa")
+        else:
+            ax.text(0.5, 0.45, "|dlogit| = 0 in every row", transform=ax.transAxes, ha="center", fontsize=8)
         for r in sel:
             if r.flip:
                 x = r.max_abs_dlogit if r.max_abs_dlogit > 0 else lo
@@ -67,6 +69,8 @@ def plot_histogram(path: Path, rows: list[RowResult], widths: list[int], toleran
         ax.tick_params(labelsize=7)
     for ax in axes[-1]:
         ax.set_xlabel("max |verify - decode| logit", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("rows", fontsize=8)
     fig.suptitle(title + f"\nflips: red triangles (filled: margin > tolerance {tolerance:g}, counts)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -81,7 +85,8 @@ def summary_md(results: dict) -> str:
              f"- rows compared: {s['rows']}, bitwise equal to decode: {s['bitwise_equal_rows']}"
              + (" (**every row bitwise equal**)" if s["all_rows_bitwise_equal"] else ""),
              f"- largest |dlogit|: {s['max_abs_dlogit']:.6g}; argmax flips: {s['flips']}, counted "
-             f"(margin > {s['tolerance']:g}): {s['counted_flips']}", "",
+             f"(margin > {s['tolerance']:g}): {s['counted_flips']}; distinct prompt positions flipped: "
+             f"{s['flipped_positions']} ({s['counted_flipped_positions']} counted)", "",
              "| width | rows | bitwise equal | max abs dlogit | median | flips | counted | smallest flip margin |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for w in s["per_width"]:

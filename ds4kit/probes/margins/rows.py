@@ -81,8 +81,16 @@ def summarize(rows: list[RowResult], widths: list[int], tolerance: float) -> dic
         }
 
     total = stats(rows)
+    # One token of a prompt can flip in several verifies (every start and width that covers it).
+    flipped: dict[tuple[str, int], bool] = {}
+    for r in rows:
+        if r.flip:
+            key = (r.prompt_id, r.position + r.row)
+            flipped[key] = flipped.get(key, False) or r.counts(tolerance)
     return {
         **total,
+        "flipped_positions": len(flipped),
+        "counted_flipped_positions": sum(flipped.values()),
         "all_rows_bitwise_equal": bool(rows) and total["bitwise_equal_rows"] == len(rows),
         "per_width": [{"width": w, **stats([r for r in rows if r.width == w])} for w in widths],
         "flip_list": [{**r.csv_row(tolerance)} for r in rows if r.flip],
