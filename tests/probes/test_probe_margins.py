@@ -218,3 +218,42 @@ def test_llama_cpp_differences_found_as_llama_cpp_computes_them(small_q8, maths_
     assert verdict(summarize(rows, list(WIDTHS), top), complete=True) == "pass"
     assert verdict(summarize(rows, list(WIDTHS), top * 0.999), complete=True) == "fail"
     assert (out / "histogram.png").stat().st_size > 0
+
+
+def test_sigint_keeps_the_rows_compared_so_far(tiny_target, tmp_path):
+    """Ctrl-C for real, in a child: exit 130, status interrupted, verdict incomplete, and the report
+    counts exactly the rows rows.csv kept."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(repo) + (os.pathsep + os.environ["PYTHONPATH"]
+                                                   if os.environ.get("PYTHONPATH") else ""))
+    out = tmp_path / "run"
+    child = subprocess.Popen([sys.executable, "-m", "ds4kit", "probe", "margins", "-m", str(tiny_target),
+                              "--positions", "1000", "--threads", "1", "--no-progress", "--out", str(out)],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 180
+        while time.monotonic() < end:
+            csv_path = out / "rows.csv"
+            if csv_path.is_file() and len(csv_path.read_text().splitlines()) > 1 + 36:
+                break
+            assert child.poll() is None, "the probe finished before it could be interrupted"
+            time.sleep(0.2)
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=120) == 130
+    finally:
+        if child.poll() is None:
+            child.kill()
+    rep = json.loads((out / "report.json").read_text())
+    validate_report(rep, "probe-margins")
+    r = rep["results"]
+    assert rep["status"] == "interrupted" and rep["interrupt"]["signal"] == "SIGINT"
+    assert r["verdict"] == "incomplete" and r["all_rows_bitwise_equal"] is True
+    total = sum(i["tokens"] - 8 + 1 for i in r["suite"]["items"])  # every position fits: --positions 1000
+    assert 0 < r["positions_compared"] < total
+    assert r["rows"] == len(read_rows(out)) == 36 * r["positions_compared"]
