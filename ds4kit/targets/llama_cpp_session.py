@@ -43,8 +43,8 @@ class _Checkpoint:
 
 
 class LlamaCppSession:
-    """A sequence on a `llama_cpp.Llama` owned by its target (one session at a time: a new one
-    clears the context's memory)."""
+    """A sequence on a `llama_cpp.Llama` owned by its target. One session at a time: a new one
+    clears the context's memory, and the one it replaced refuses further calls."""
 
     def __init__(self, llm: Any, lc: Any, max_ctx: int):
         if max_ctx > llm.n_ctx():
@@ -56,6 +56,7 @@ class LlamaCppSession:
         self._tokens: list[int] = []
         self._checkpoints: list[_Checkpoint] = []
         self._high = 0  # highest position fed, for max_rewind
+        llm.ds4kit_session = self             # the context's current owner (see _check_owner)
         self._ctx.kv_cache_seq_rm(-1, 0, -1)  # a fresh, empty sequence (whole-sequence removal always works)
 
     # -- where it is ----------------------------------------------------------
@@ -116,6 +117,7 @@ class LlamaCppSession:
             raise ValueError(f"rewind({n}): can take back 0..{self.max_rewind} positions now")
         if n == 0:
             return
+        self._check_owner()
         want = self.pos - n
         i = max(k for k, c in enumerate(self._checkpoints) if c.pos <= want)
         cp = self._checkpoints[i]
@@ -127,7 +129,13 @@ class LlamaCppSession:
             self._forward(kept, cp.call, all_rows=cp.call == "verify")
 
     # -- llama.cpp ---------------------------------------------------------------
+    def _check_owner(self) -> None:
+        if getattr(self._llm, "ds4kit_session", None) is not self:
+            raise RuntimeError("this llama.cpp session was replaced by a newer one on the same context "
+                               "(one session per target at a time)")
+
     def _forward(self, ids: list[int], call: str, all_rows: bool) -> np.ndarray:
+        self._check_owner()
         if self.pos + len(ids) > self._max_ctx:
             raise ValueError(f"context full: {self.pos} + {len(ids)} tokens exceed max_ctx {self._max_ctx}")
         self._checkpoint(call)

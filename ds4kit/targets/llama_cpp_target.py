@@ -38,7 +38,6 @@ class LlamaCppTarget:
         self._llm = None
         self._file = None
         self._tokenizer = None
-        self._session = None
 
     # -- lifecycle ----------------------------------------------------------
     def load(self, n_ctx: int | None = None) -> None:
@@ -52,9 +51,7 @@ class LlamaCppTarget:
         from ds4kit.targets.llama_cpp_loader import import_llama_cpp, open_llama
 
         self._lc = import_llama_cpp()
-        if self._llm is not None:
-            self._llm.close()
-            self._llm = None
+        self.close()  # a smaller context: reopened; its sessions refuse further calls
         self.n_ctx = want
         self._file = ModelFile(self.path)
         self._tokenizer = _engine.Tokenizer.from_gguf(self._file.gguf)
@@ -75,9 +72,9 @@ class LlamaCppTarget:
 
     def close(self) -> None:
         if self._llm is not None:
+            self._llm.ds4kit_session = None  # its sessions refuse further calls (see LlamaCppSession)
             self._llm.close()
             self._llm = None
-            self._session = None
 
     @property
     def llama(self) -> Any:
@@ -143,13 +140,12 @@ class LlamaCppTarget:
 
     # -- running ------------------------------------------------------------
     def session(self, max_ctx: int):
-        """A fresh sequence (one at a time: it clears the context's memory). The llama.cpp
-        context is reopened when max_ctx exceeds it."""
+        """A fresh sequence (one at a time: it clears the context's memory and retires the previous
+        session). The llama.cpp context is reopened when max_ctx exceeds it."""
         from ds4kit.targets.llama_cpp_session import LlamaCppSession
 
         self.load(max_ctx)
-        self._session = LlamaCppSession(self._llm, self._lc, max_ctx)
-        return self._session
+        return LlamaCppSession(self._llm, self._lc, max_ctx)
 
     def generate(self, prompt_ids: Sequence[int], config: GenerationConfig, *, max_ctx: int,
                  on_token: Callable[[TokenEvent], None] | None = None,

@@ -147,6 +147,11 @@ def test_rewind_limits_and_bad_calls(target, ids):
         s.verify(ids[:9])
     with pytest.raises(ValueError, match="verify takes"):
         s.verify([])
+    # A newer session takes the context over; the old one refuses instead of computing on its state.
+    newer = target.session(max_ctx=48)
+    with pytest.raises(RuntimeError, match="replaced"):
+        s.decode(ids[0])
+    assert newer.decode(ids[0]).shape == (target.llama.n_vocab(),)
     with pytest.raises(ValueError, match="exceeds the llama.cpp context"):
         from ds4kit.targets.llama_cpp_session import LlamaCppSession
         LlamaCppSession(target.llama, target._lc, 10 ** 6)
@@ -171,3 +176,16 @@ def test_generate_greedy_follows_llama_cpps_argmax(q8_model, target):
     finally:
         llm.close()
     assert res.tokens == want and res.stop_reason == "max_tokens"
+
+
+def test_a_larger_session_reopens_the_context(q8_model, ids):
+    t = build_target(TargetOptions(model=q8_model, threads=1, target="llama.cpp"))
+    t.load(n_ctx=32)
+    small = t.session(max_ctx=32)
+    small.prefill(ids[:4], mode="batched")
+    big = t.session(max_ctx=200)
+    assert t.n_ctx == 200 and t.llama.n_ctx() >= 200
+    with pytest.raises(RuntimeError, match="replaced"):
+        small.decode(ids[4])
+    assert np.array_equal(big.prefill(ids[:4], mode="batched"), direct_rows(q8_model, [ids[:4]])[3])
+    t.close()
