@@ -102,6 +102,17 @@ def test_bad_arguments_and_suites_are_named(tiny_target, tmp_path):
     assert rep["status"] == "failed" and "'short'" in rep["error"]["message"]
 
 
+def test_llama_cpp_missing_is_one_clear_error(tiny_target, tmp_path, monkeypatch):
+    from ds4kit.targets.llama_cpp_loader import HIDE_LLAMA_ENV
+
+    monkeypatch.setenv(HIDE_LLAMA_ENV, "1")
+    res = invoke("probe", "margins", "-m", tiny_target, "--target", "llama.cpp", "--out", tmp_path / "r")
+    assert res.exit_code == 2 and "llama_cpp hidden on purpose" in res.output, res.output
+    rep = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert rep["status"] == "failed" and rep["error"]["type"] == "LlamaCppUnavailable"
+    assert rep["manifest"]["target"]["kind"] == "llama.cpp"
+
+
 # -- llama.cpp ------------------------------------------------------------------------------------
 
 WIDTHS = (1, 2, 3, 4)
