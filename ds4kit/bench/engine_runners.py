@@ -10,17 +10,16 @@ marks only the last batch row for output; our Session.prefill returns only the l
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
-# Honoured by the worker: makes `import llama_cpp` fail, to exercise the "no reference" path.
-HIDE_LLAMA_ENV = "DS4KIT_BENCH_HIDE_LLAMA_CPP"
+# One place for importing and opening llama.cpp (the llama.cpp target uses it too). The worker
+# honours HIDE_LLAMA_ENV: `import llama_cpp` fails, to exercise the "no reference" path.
+from ds4kit.targets.llama_cpp_loader import HIDE_LLAMA_ENV, LlamaCppUnavailable, import_llama_cpp, open_llama
+
+__all__ = ["ENGINES", "HIDE_LLAMA_ENV", "Ds4kitRunner", "LlamaCppRunner", "LlamaCppUnavailable", "import_llama_cpp",
+           "make_runner"]
 
 ENGINES = ("ds4kit", "llama.cpp")
-
-
-class LlamaCppUnavailable(RuntimeError):
-    """llama-cpp-python cannot be imported (or was hidden on purpose)."""
 
 
 class Ds4kitRunner:
@@ -67,24 +66,12 @@ class Ds4kitRunner:
         }
 
 
-def import_llama_cpp():
-    if os.environ.get(HIDE_LLAMA_ENV) == "1":
-        raise LlamaCppUnavailable(f"llama_cpp hidden on purpose ({HIDE_LLAMA_ENV}=1)")
-    try:
-        import llama_cpp
-    except ImportError as exc:
-        raise LlamaCppUnavailable(f"llama_cpp is not importable: {exc} (pip install llama-cpp-python==0.3.36)") from exc
-    return llama_cpp
-
-
 class LlamaCppRunner:
     name = "llama.cpp"
 
     def __init__(self, path: str, threads: int, n_ctx: int, n_batch: int):
         self._lc = import_llama_cpp()
-        # Same threads for single-token decode and batched prefill, as our engine uses one pool.
-        self._llm = self._lc.Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                                   n_batch=n_batch, n_ubatch=n_batch, logits_all=False, verbose=False)
+        self._llm = open_llama(path, threads=threads, n_ctx=n_ctx, n_batch=n_batch)
         self._threads = threads
         self._n_batch = n_batch
 

@@ -5,6 +5,9 @@
     @engine_options
     def cmd(model, backend, threads, fp8_kv, indexer_fp4, ...):
         target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4)
+
+Commands that can run on llama.cpp as well add `@target_option()` (`--target embedded|llama.cpp`)
+and pass `target=` on.
 """
 from __future__ import annotations
 
@@ -12,12 +15,19 @@ from pathlib import Path
 
 import click
 
-from ds4kit.targets.options import BACKEND_CHOICES, Numerics, TargetOptions, build_target
+from ds4kit.targets.options import BACKEND_CHOICES, TARGET_CHOICES, Numerics, TargetOptions, build_target
 
 
 def model_option(help_text: str = "deepseek4 GGUF (default: the built-in synthetic demo model)."):
     return click.option("--model", "-m", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                         help=help_text)
+
+
+def target_option():
+    return click.option("--target", "target_kind", type=click.Choice(TARGET_CHOICES), default="embedded",
+                        show_default=True,
+                        help="What runs the model: ds4kit's engine, or llama.cpp in process (llama-cpp-python "
+                             "0.3.36; --fp8-kv/--indexer-fp4 do not apply to it, it has neither rounding).")
 
 
 def engine_options(f):
@@ -73,17 +83,17 @@ def drafter_options(f):
 
 
 def target_options(model: Path | str | None, backend: str, threads: int | None, fp8_kv: bool, indexer_fp4: bool,
-                   *, fallback: str = "demo", model_flag: str = "--model", drafter: Path | str | None = None,
-                   spec_width: int = 0) -> TargetOptions:
+                   *, fallback: str = "demo", model_flag: str = "--model", target: str = "embedded",
+                   drafter: Path | str | None = None, spec_width: int = 0) -> TargetOptions:
     return TargetOptions(model=model, backend=backend, threads=threads or None,
                          numerics=Numerics(fp8_kv=fp8_kv, indexer_fp4=indexer_fp4), fallback=fallback,
-                         model_flag=model_flag, drafter=drafter, spec_width=spec_width)
+                         model_flag=model_flag, target=target, drafter=drafter, spec_width=spec_width)
 
 
 def build_target_from_flags(model: Path | str | None, backend: str, threads: int | None, fp8_kv: bool,
                             indexer_fp4: bool, *, fallback: str = "demo", model_flag: str = "--model",
-                            drafter: Path | str | None = None, spec_width: int = 0):
+                            target: str = "embedded", drafter: Path | str | None = None, spec_width: int = 0):
     """The unloaded target (the job loads it inside its run); says which model runs without one."""
     options = target_options(model, backend, threads, fp8_kv, indexer_fp4, fallback=fallback, model_flag=model_flag,
-                             drafter=drafter, spec_width=spec_width)
+                             target=target, drafter=drafter, spec_width=spec_width)
     return build_target(options, say=lambda m: click.echo(m, err=True))

@@ -1,9 +1,12 @@
 """Building a target from the options every engine command takes, in one place.
 
-    TargetOptions(model=None | path, backend="auto", threads=None, numerics=Numerics(), fallback="demo")
+    TargetOptions(model=None | path, backend="auto", threads=None, numerics=Numerics(), fallback="demo",
+                  target="embedded" | "llama.cpp")
 
 `build_target` checks the options (no model is loaded), and without a model falls back to a
-built-in synthetic model, saying so: this is the only place that fallback is decided.
+built-in synthetic model, saying so: this is the only place that fallback is decided. `target`
+picks what runs the model: our engine (`embedded`) or llama.cpp in process (`llama.cpp`,
+ds4kit.targets.llama_cpp_target); an HTTP server will be another choice here.
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from typing import Any, Callable
 from ds4kit.errors import ConfigError
 from ds4kit.engine.model import BACKENDS as BACKEND_CHOICES
 from ds4kit.engine.model import usable_cpus
+
+TARGET_CHOICES = ("embedded", "llama.cpp")
 
 
 @dataclass(frozen=True)
@@ -38,8 +43,11 @@ class TargetOptions:
     model_flag: str = "--model"            # how the user names the model, for messages
     drafter: str | os.PathLike | None = None  # a DSpark drafter GGUF: generate speculatively
     spec_width: int = 0                    # 0: the automatic width policy; 1..8 fixed
+    target: str = "embedded"               # what runs it: TARGET_CHOICES
 
     def check(self) -> None:
+        if self.target not in TARGET_CHOICES:
+            raise ConfigError(f"{self.target!r} is not one of {', '.join(TARGET_CHOICES)}", "--target")
         if self.backend not in BACKEND_CHOICES:
             raise ConfigError(f"{self.backend!r} is not one of {', '.join(BACKEND_CHOICES)}", "--backend")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
@@ -67,13 +75,14 @@ class TargetOptions:
                 "backend": self.backend, "threads": self.threads, "numerics": self.numerics.as_dict(),
                 "fallback": self.fallback,
                 "drafter": str(Path(self.drafter).resolve()) if self.drafter is not None else None,
-                "spec_width": self.spec_width}
+                "spec_width": self.spec_width, "target": self.target}
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> "TargetOptions":
         return cls(model=spec["model"], backend=spec["backend"], threads=spec["threads"],
                    numerics=Numerics(**spec["numerics"]), fallback=spec.get("fallback", "demo"),
-                   drafter=spec.get("drafter"), spec_width=spec.get("spec_width", 0))
+                   drafter=spec.get("drafter"), spec_width=spec.get("spec_width", 0),
+                   target=spec.get("target", "embedded"))
 
 
 def choose_model(options: TargetOptions, say: Callable[[str], None]) -> tuple[Path, str | None]:
@@ -93,11 +102,15 @@ def choose_model(options: TargetOptions, say: Callable[[str], None]) -> tuple[Pa
 
 
 def build_target(options: TargetOptions, say: Callable[[str], None] = lambda m: None):
-    """An unloaded target for these options (today always the embedded engine)."""
-    from ds4kit.targets.embedded import EmbeddedTarget
-
+    """An unloaded target for these options: the embedded engine or llama.cpp (options.target)."""
     options.check()
     path, synthetic = choose_model(options, say)
+    if options.target == "llama.cpp":
+        from ds4kit.targets.llama_cpp_target import LlamaCppTarget
+
+        return LlamaCppTarget(path, options, synthetic_model=synthetic)
+    from ds4kit.targets.embedded import EmbeddedTarget
+
     return EmbeddedTarget(path, options, synthetic_model=synthetic)
 
 
