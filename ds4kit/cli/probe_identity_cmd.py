@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option
+from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option, target_option
 from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 
@@ -22,6 +22,7 @@ def _acceptances(text: str) -> tuple[float, ...]:
 
 @click.command("identity")
 @model_option()
+@target_option()
 @click.option("--drafter", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="DSpark drafter GGUF for the dspark arms.")
 @click.option("--suite", default="quick", show_default=True,
@@ -35,9 +36,12 @@ def _acceptances(text: str) -> tuple[float, ...]:
 @engine_options
 @thermal_flags
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Run folder (default runs/probe-identity-<utc>/).")
-def identity(model, drafter, suite, arms, acceptance, max_tokens, max_ctx, backend, threads, fp8_kv, indexer_fp4, out,
+def identity(model, target_kind, drafter, suite, arms, acceptance, max_tokens, max_ctx, backend, threads, fp8_kv, indexer_fp4, out,
              **thermal_kw):
     """DSpark speculative decoding versus target-only, token for token (greedy).
+
+    With --target llama.cpp the scripted arms' candidates are verified by llama.cpp in batches
+    (a greedy loop over its sessions), which is where batched scoring differs from one-token decode.
 
     Every arm must produce exactly the target-only token ids on every item; at a divergence the
     report gives the index, both arms' top-k log-probabilities, the margin there and the verify
@@ -52,7 +56,11 @@ def identity(model, drafter, suite, arms, acceptance, max_tokens, max_ctx, backe
     from ds4kit.probes.identity.arms import select_arms
 
     select_arms(arms, have_drafter=drafter is not None, acceptances=config.acceptances)  # bad --arms: usage error
-    target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4, drafter=drafter)
+    if target_kind != "embedded" and drafter is not None:
+        raise click.BadParameter(f"the DSpark drafter runs on the embedded engine, not on {target_kind} (its "
+                                 "identity arms use the scripted drafter)", param_hint="--drafter")
+    target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4, target=target_kind,
+                                     drafter=drafter)
     report = finish_command(run(config, target))
     r = report["results"]
     for a in r["arms"]:
