@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option, target_option
+from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 EXIT_FAIL = 1  # the probe ran and its verdict is fail
 
@@ -24,11 +25,12 @@ EXIT_FAIL = 1  # the probe ran and its verdict is fail
               help="A flip (verify argmax != decode argmax) fails the probe only where the decode row's "
                    "top-2 logit margin exceeds this; 0 demands agreement at every row that is not an exact tie.")
 @engine_options
+@thermal_flags
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Run folder (default runs/probe-margins-<utc>/).")
 def margins(model, target_kind, widths, suite, positions, tolerance, backend, threads, fp8_kv, indexer_fp4,
-            no_progress, out):
+            no_progress, out, **thermal_kw):
     """Every batched verify row against one-token decode at the same position.
 
     For each width, each row of one batched forward of that many suite tokens is compared with
@@ -40,7 +42,8 @@ def margins(model, target_kind, widths, suite, positions, tolerance, backend, th
     from ds4kit.probes import margins as job
 
     config = job.MarginsConfig(widths=job.parse_widths(widths), suite=suite, positions=positions,
-                               tolerance=tolerance, progress=not no_progress, out=out, command=list(sys.argv))
+                               tolerance=tolerance, progress=not no_progress, out=out, command=list(sys.argv),
+                               thermal=pop_thermal(thermal_kw))
     config.check()  # before the target is built: a bad flag costs nothing
     target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4, target=target_kind)
     report = finish_command(job.run(config, target, say=lambda m: click.echo(m, err=True)))

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.probes.margins.rows import RULE, RowResult, compare_row, summarize, verdict
 from ds4kit.probes.margins.suite import MarginsItem, load_suite
 from ds4kit.reports import start_run
@@ -41,6 +42,7 @@ class MarginsConfig:
     progress: bool = True
     out: Path | None = None
     command: list[str] | None = field(default=None, repr=False)
+    thermal: ThermalOptions = field(default_factory=ThermalOptions)  # --thermal and its thresholds
 
     def check(self) -> None:
         if not self.widths or any(not isinstance(w, int) or not 1 <= w <= MAX_WIDTH for w in self.widths):
@@ -133,8 +135,9 @@ def run(config: MarginsConfig, target: Any, *, say: Callable[[str], None] = say_
         rows: list[RowResult] = []
         done = 0
         csv_out = RowsCsv(run.add_file("rows", "rows.csv"), config.tolerance)
+        tel = RunTelemetry(run, config.thermal, stop, say)
         try:
-            with RepProgress(sum(len(p) for _, _, p in plan), enabled=config.progress) as bar:
+            with tel, RepProgress(sum(len(p) for _, _, p in plan), enabled=config.progress) as bar:
                 for item, ids, positions in plan:
                     if stop.requested:
                         break
@@ -148,6 +151,7 @@ def run(config: MarginsConfig, target: Any, *, say: Callable[[str], None] = say_
                         csv_out.write(found)
                         rows.extend(found)
                         done += 1
+                        tel.progress(done)  # positions probed: the soak rate is positions per second
                         bar.step(f"{item.id} position {p}")
         finally:
             csv_out.close()
@@ -168,6 +172,7 @@ def run(config: MarginsConfig, target: Any, *, say: Callable[[str], None] = say_
                 {"id": item.id, "tokens": len(ids), "positions": [positions[0], positions[-1]]}
                 for item, ids, positions in plan]},
             **summary,
+            "telemetry": tel.results(),
         }
         results["statement"] = (
             f"every one of the {summary['rows']} verify rows is bitwise equal to one-token decode "
