@@ -29,6 +29,10 @@ class EmbeddedTarget:
 
             self._model = Model.load(self.path, backend=self.options.backend, threads=self.options.resolved_threads)
 
+    def release(self) -> None:
+        """Drop the loaded model (its memory and threads); load() loads it again."""
+        self._model = None
+
     @property
     def model(self):
         """The loaded ds4kit.engine.Model (load() first)."""
