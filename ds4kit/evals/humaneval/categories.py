@@ -37,6 +37,12 @@ def _escape(outcome: Outcome) -> str | None:
     return "; ".join(dict.fromkeys(reasons)) or None
 
 
+def _failed_test(name: str, phase: dict[str, Any]) -> str:
+    if phase.get("why"):
+        return str(phase["why"])
+    return f"a {name} test failed after {phase.get('passed')} of {phase.get('tests')} passed"
+
+
 def classify(outcome: Outcome, *, code: str, truncated: bool, base_only: bool) -> dict[str, Any]:
     """{"base": pass/fail, "plus": pass/fail/None, "status": pass/fail, "category", "detail"}."""
     base = outcome.phases.get("base", {}).get("status")
@@ -65,8 +71,9 @@ def classify(outcome: Outcome, *, code: str, truncated: bool, base_only: bool) -
                                                     if p.get("status") == "crash"), None)
                       or f"no verdict ({outcome.exit})")
         elif not base_ok:
-            category, detail = "base_failure", outcome.phases["base"].get("why")
+            category, detail = "base_failure", _failed_test("base", outcome.phases["base"])
         else:
-            category, detail = "plus_only_failure", "every base test passed; a HumanEval+ test failed"
+            category = "plus_only_failure"
+            detail = "every base test passed; " + _failed_test("plus", outcome.phases.get("plus", {}))
     return {"status": "pass" if passed else "fail", **verdict, "category": category, "detail": detail,
             "smart_quotes": any(c in SMART_QUOTES for c in code)}

@@ -47,6 +47,10 @@ def derive_budgets(card: dict[str, Any], *, thinking: bool, effort: str | None, 
     if effort is None:
         think = max(0, max_tokens - reply)
         derivation.update(thinking_tokens=think, thinking_source="max_tokens - hard_limit_reply_budget")
+        if think == 0:
+            derivation["warning"] = (f"THINKING BUDGET IS 0: thinking was asked for but max_tokens {max_tokens} - "
+                                     f"hard_limit_reply_budget {reply} leaves nothing, so the model answers "
+                                     "WITHOUT reasoning; raise --budget or give --effort")
         return Budgets(max_tokens, think, derivation)
     b = derive_thinking_budget(card, max_tokens=max_tokens, reasoning_effort=effort, announce=False)
     derivation.update(thinking_tokens=b.tokens, thinking_source=f"derive_thinking_budget (tier {effort!r})",

@@ -17,6 +17,7 @@ time limit, as evalplus's untrusted_check does. Grading itself is evalplus's: it
 unsafe_execute for HumanEval+ inputs, its guard, time limit and I/O swallowing for the
 original check() tests.
 """
+import errno
 import json
 import os
 import posixpath
@@ -91,6 +92,14 @@ def install_escape_hook(root):
     sys.addaudithook(hook)
 
 
+def limit_hit(exc):
+    """Report an exception that means a resource limit stopped the sample."""
+    if isinstance(exc, MemoryError):
+        emit({"type": "event", "what": "allocate past the memory limit", "detail": "MemoryError"})
+    elif isinstance(exc, OSError) and exc.errno == errno.EFBIG:  # Python ignores SIGXFSZ: write fails
+        emit({"type": "event", "what": "write past the file size limit", "detail": str(exc)[:200]})
+
+
 class _Box:
     """What evalplus's unsafe_execute expects of a multiprocessing Value (only .value)."""
 
@@ -111,8 +120,8 @@ def guard_module():
         def guarded(*args, **kwargs):
             try:
                 return fn(*args, **kwargs)
-            except MemoryError:
-                emit({"type": "event", "what": "allocate past the memory limit", "detail": "MemoryError"})
+            except (MemoryError, OSError) as exc:
+                limit_hit(exc)
                 raise
             except TimeoutException:
                 emit({"type": "timeout"})
@@ -157,10 +166,8 @@ def run_check_phase(job):
         except TimeoutException:
             emit({"type": "timeout"})
             return "fail", {"why": "timed out"}
-        except MemoryError:
-            emit({"type": "event", "what": "allocate past the memory limit", "detail": "MemoryError"})
-            return "fail", {"why": "MemoryError"}
         except BaseException as exc:  # the test's verdict: any exception fails it
+            limit_hit(exc)
             return "fail", {"why": type(exc).__name__}
 
 
