@@ -134,3 +134,23 @@ def test_classify_puts_truncation_first():
     out = Outcome(syntax_error="SyntaxError: x", done=True)
     assert classify(out, code="def f(", truncated=True, base_only=True)["category"] == "truncated"
     assert classify(out, code="def f(", truncated=False, base_only=True)["category"] == "syntax_error"
+
+
+@pytest.fixture(scope="module")
+def fallback():
+    return Sandbox(Limits(cpu_s=20), method="rlimits")
+
+
+def test_without_bubblewrap_the_hook_refuses_escapes(fallback, tmp_path):
+    """The fallback has no namespaces: the audit hook must refuse what bubblewrap would wall
+    off. The fork here is bounded (children exit at once), so a failure cannot hurt the host."""
+    assert fallback.describe()["method"] == "rlimits"
+    forks = grade(fallback, "    import posix\n    for _ in range(20):\n        if posix.fork() == 0:\n"
+                            "            posix._exit(0)\n    return False\n")
+    assert forks["category"] == "contained_escape" and forks["events"][0]["what"] == "fork", forks
+    assert len(forks["events"]) == 1  # refused at the first attempt
+    target = tmp_path / "escaped.txt"
+    wrote = grade(fallback, f"    import io\n    io.open({str(target)!r}, 'w').write('out')\n    return False\n")
+    assert wrote["category"] == "contained_escape" and not target.exists(), wrote
+    ok = grade(fallback, PROBLEM["canonical_solution"])
+    assert ok["category"] == "pass", ok

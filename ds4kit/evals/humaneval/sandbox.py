@@ -14,7 +14,8 @@ Layers, outermost first:
   folder as cwd, the dropped uid when root, and every process left by that uid killed after.
 - resource limits (address space, CPU seconds, processes, file size, open files, no core),
   set before exec and again by the worker.
-- inside the worker: an audit hook that reports escape attempts, and evalplus's own guard.
+- inside the worker: an audit hook that reports escape attempts (and, without bubblewrap,
+  refuses them), and evalplus's own guard.
 
 `describe()` says which of these ran; the report records it.
 """
@@ -83,6 +84,20 @@ def _python_roots() -> list[str]:
     return [r for r in roots if not any(r != o and r.startswith(o + "/") for o in roots)]
 
 
+def _world_reachable(path: str) -> bool:
+    """Every folder on the way to `path` is searchable by any uid."""
+    import stat
+
+    p = Path(path)
+    for d in [p, *p.parents]:
+        try:
+            if not d.stat().st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def _system_mounts() -> list[str]:
     args: list[str] = []
     for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -111,10 +126,22 @@ class Sandbox:
     _uids = itertools.count()
 
     def __init__(self, limits: Limits = Limits(), *, method: str = "auto"):
-        """method: "auto" (bubblewrap when it works), "bubblewrap", "unshare" or "rlimits"."""
+        """method: "auto" (bubblewrap when it works), "bubblewrap", "unshare" or "rlimits".
+        RuntimeError when the chosen sandbox cannot grade a trivial sample."""
         self.limits = limits
         self.is_root = os.geteuid() == 0
         self.method, self.why = self._choose(method)
+        # Outside bubblewrap the dropped uid sees the host's folders: it needs to reach Python.
+        self.drop_uid = self.is_root and (self.method == "bubblewrap" or all(map(_world_reachable, _python_roots())))
+        self._self_test()
+
+    def _self_test(self) -> None:
+        job = {"mode": "base-only", "code": "def f():\n    return 1\n", "entry_point": "f",
+               "problem": {"test": "def check(c):\n    assert c() == 1\n"}, "time_limit": 10.0}
+        out = self.run(job, wall_s=60)
+        if out.phases.get("base", {}).get("status") != "pass":
+            raise RuntimeError(f"the {self.method} sandbox cannot grade a trivial sample: "
+                               f"{out.worker_error or out.phases or out.exit} {out.stderr_tail[-300:]}".strip())
 
     # -- what this machine offers ---------------------------------------------------------
     def _bwrap_args(self, scratch: str) -> list[str]:
@@ -180,9 +207,12 @@ class Sandbox:
             "filesystem": ("read-only system and Python folders; the scratch folder the only writable place"
                            if self.method == "bubblewrap" else
                            "the host's, as the sandbox uid" + ("" if self.is_root else " (the same user)")),
-            "uid": "a uid of its own per sample (dropped from root)" if self.is_root else "the invoking user",
+            "uid": "a uid of its own per sample (dropped from root)" if self.drop_uid else
+                   "root, NOT dropped (the Python folders are not reachable by another uid): RLIMIT_NPROC does not "
+                   "apply to root" if self.is_root else "the invoking user",
             "limits": asdict(self.limits),
-            "audit_hook": True,
+            "audit_hook": "reports escape attempts" if self.method == "bubblewrap" else
+                          "reports and refuses escape attempts (no namespaces to contain them)",
             "evalplus_guard": True,
         }
 
@@ -190,7 +220,7 @@ class Sandbox:
     def run(self, job: dict[str, Any], *, wall_s: float) -> Outcome:
         """Run sandbox_worker.py on `job` (without nonce/report_fd/limits: added here)."""
         t0 = time.monotonic()
-        uid = 300000 + (os.getpid() % 1000) * 1000 + next(self._uids) % 1000 if self.is_root else None
+        uid = 300000 + (os.getpid() % 1000) * 1000 + next(self._uids) % 1000 if self.drop_uid else None
         scratch = tempfile.mkdtemp(prefix="ds4kit-humaneval-")
         if uid is not None:
             os.chown(scratch, uid, uid)
@@ -198,8 +228,10 @@ class Sandbox:
         report = tempfile.TemporaryFile()
         stderr = tempfile.TemporaryFile()
         inside = _INSIDE if self.method == "bubblewrap" else scratch
+        # Without bubblewrap's walls the audit hook refuses escape attempts instead of only
+        # reporting them (as root without a uid of its own, RLIMIT_NPROC would not stop a fork bomb).
         job = {**job, "nonce": nonce, "report_fd": report.fileno(), "drop_uid": uid,
-               "limits": self.limits.rlimits()}
+               "limits": self.limits.rlimits(), "block_escapes": self.method != "bubblewrap"}
         if self.method == "bubblewrap":
             cmd = self._bwrap_args(scratch)
         elif self.method == "unshare":
@@ -233,6 +265,7 @@ class Sandbox:
                 self._kill_group(proc)
                 proc.wait()
             code = proc.returncode
+            self._kill_group(proc)  # whatever the sample forked into the sandbox's session goes too
             out.exit = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
             if uid is not None:
                 out.stray_processes = _kill_uid(uid)
@@ -258,12 +291,10 @@ class Sandbox:
     def _kill_group(proc: subprocess.Popen) -> None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
-        try:
+        if proc.returncode is None:
             proc.kill()
-        except ProcessLookupError:
-            pass
 
     @staticmethod
     def _read_report(report, nonce: str, out: Outcome) -> None:

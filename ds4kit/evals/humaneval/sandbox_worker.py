@@ -62,7 +62,9 @@ _PATH_EVENTS = {"os.remove": "remove a file", "os.rename": "rename a file", "os.
                 "os.truncate": "truncate a file", "os.chmod": "change permissions", "os.chown": "change owner"}
 
 
-def install_escape_hook(root):
+def install_escape_hook(root, block):
+    """Report each escape attempt; with `block` (no namespaces outside to stop it) also refuse
+    it, by raising PermissionError from the hook before the operation happens."""
     getcwd, count = os.getcwd, [0]  # the guard sets os.getcwd to None later: keep the real one
 
     def outside(path):
@@ -76,7 +78,9 @@ def install_escape_hook(root):
     def report(what, detail):
         if count[0] < _MAX_EVENTS:
             count[0] += 1
-            emit({"type": "event", "what": what, "detail": detail})
+            emit({"type": "event", "what": what, "detail": detail, "blocked": block})
+        if block:
+            raise PermissionError(f"ds4kit sandbox: not allowed to {what}")
 
     def hook(event, args):
         if event in _ALWAYS:
@@ -237,7 +241,7 @@ def main():
 
         def phase(fn):
             def run():
-                install_escape_hook(root)
+                install_escape_hook(root, job.get("block_escapes", False))
                 return fn()
             return run
 
