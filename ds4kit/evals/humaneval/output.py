@@ -36,6 +36,7 @@ def plot_categories(path: Path, results: dict[str, Any], title: str) -> None:
     bars = ax.bar(list(cats), list(cats.values()), color=colors)
     ax.bar_label(bars)
     ax.set_ylabel("tasks")
+    ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_title(title)
     ax.tick_params(axis="x", rotation=30)
     fig.tight_layout()
