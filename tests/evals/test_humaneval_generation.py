@@ -123,6 +123,12 @@ def test_kill_9_during_generation_and_grading_loses_no_finished_task(tiny_target
     assert (out / "samples.jsonl").read_bytes().startswith(kept)  # nothing finished was lost or redone
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [s["task_id"] for s in samples] == [f"HumanEval/{i}" for i in range(6)]
+    time.sleep(2)  # bubblewrap's --die-with-parent: the sandboxes went down with ds4kit
+    import psutil
+
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if any("sandbox_worker.py" in c for c in
+                                                                  (p.info["cmdline"] or []))]
+    assert left == []
     graded = (out / "items.jsonl").read_bytes()
     graded = graded[:graded.rfind(b"\n") + 1]
     proc = _start(tiny_target, out, "--resume")

@@ -181,6 +181,9 @@ def run(config: HumanEvalConfig, target: Any = None, *, say: Callable[[str], Non
         if box.method != "bubblewrap":
             run.warn("containment", f"bubblewrap unusable ({box.why}); samples run under {box.method}: "
                      + box.describe()["filesystem"])
+        if samples is not None and len(samples) < len(problems):
+            run.warn("samples-cover", f"{config.samples_file} has samples for {len(samples)} of {len(problems)} "
+                     "tasks: pass@1 is over those it has")
         generation, finished = None, True
         if samples is None:
             generation, finished = _generate(config, target, run, problems, stop, say)

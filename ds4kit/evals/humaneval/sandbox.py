@@ -206,7 +206,8 @@ class Sandbox:
             "network": "none (new network namespace)" if "net" in namespaces else "NOT isolated",
             "filesystem": ("read-only system and Python folders; the scratch folder the only writable place"
                            if self.method == "bubblewrap" else
-                           "the host's, as the sandbox uid" + ("" if self.is_root else " (the same user)")),
+                           "the host's, as " + ("a uid of its own" if self.drop_uid else "root" if self.is_root
+                                                else "the invoking user") + "; writes outside refused by the hook"),
             "uid": "a uid of its own per sample (dropped from root)" if self.drop_uid else
                    "root, NOT dropped (the Python folders are not reachable by another uid): RLIMIT_NPROC does not "
                    "apply to root" if self.is_root else "the invoking user",
