@@ -140,3 +140,22 @@ def test_kill_9_during_generation_and_grading_loses_no_finished_task(tiny_target
     assert rep["status"] == "ok" and rep["results"]["complete"]
     assert sorted(t["task_id"] for t in rep["results"]["tasks"]) == sorted(f"HumanEval/{i}" for i in range(6))
     assert len((out / "items.jsonl").read_text().splitlines()) == 6
+
+
+def test_the_model_is_released_before_grading(tiny_target, tmp_path, monkeypatch):
+    from ds4kit.evals.humaneval import grading, job
+    from ds4kit.targets import TargetOptions, build_target
+
+    target = build_target(TargetOptions(model=tiny_target, threads=1))
+    seen = []
+    real = grading.grade_one
+
+    def watching(*args, **kwargs):
+        seen.append(target.describe()["backend_resolved"])  # None once the model is dropped
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(grading, "grade_one", watching)
+    path = job.run(job.HumanEvalConfig(limit=2, budget=4, greedy=True, out=tmp_path / "run"), target,
+                   say=lambda m: None)
+    assert json.loads(path.read_text())["status"] == "ok"
+    assert seen == [None, None]
