@@ -93,3 +93,18 @@ def test_resume_grades_only_what_is_missing(tmp_path):
     res = _report(out)["results"]
     assert res["grading"]["graded_now"] == 1 and res["pass_at_1"]["base_passed"] == 2
     assert (out / "items.jsonl").read_text().startswith(first.splitlines(keepends=True)[0])
+
+
+def test_bad_datasets_are_one_clear_error(tmp_path):
+    samples = write_jsonl(tmp_path / "s.jsonl", [{"task_id": "HumanEval/0", "completion": "    return 1\n"}])
+    missing = write_jsonl(tmp_path / "missing.jsonl", [{"task_id": "HumanEval/0", "prompt": "def f():\n",
+                                                        "entry_point": "f", "canonical_solution": "  return 1\n",
+                                                        "base_input": [[]]}])
+    broken_gz = tmp_path / "broken.jsonl.gz"
+    broken_gz.write_bytes(b"not gzip at all")
+    for path, message in ((missing, "needs plus_input"), (broken_gz, "cannot read it as gzip"),
+                          (tmp_path / "absent.jsonl", "no such dataset file")):
+        r = ds4kit("eval", "humaneval", "--dataset", str(path), "--samples", str(samples),
+                   "--out", str(tmp_path / f"run-{path.name}"))
+        assert r.returncode == 2, (path, r.stderr)
+        assert message in r.stderr and "--dataset" in r.stderr and "Traceback" not in r.stderr, r.stderr

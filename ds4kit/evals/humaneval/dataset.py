@@ -70,7 +70,8 @@ def _read_lines(path: Path, flag: str) -> list[dict[str, Any]]:
 
 def _problems(path: Path, flag: str) -> tuple[dict[str, dict[str, Any]], bool]:
     rows = _read_lines(path, flag)
-    base_only = "plus_input" not in rows[0]
+    # HumanEvalPlus rows carry test inputs; the original format carries a check() program.
+    base_only = "plus_input" not in rows[0] and "base_input" not in rows[0]
     keys = BASE_KEYS if base_only else PLUS_KEYS
     problems: dict[str, dict[str, Any]] = {}
     for n, row in enumerate(rows, 1):
