@@ -14,7 +14,7 @@ from humaneval_fixtures import human_eval_problems
 from ds4kit.evals.humaneval.categories import classify
 from ds4kit.evals.humaneval.dataset import Dataset
 from ds4kit.evals.humaneval.grading import TimeLimits, grade_one
-from ds4kit.evals.humaneval.sandbox import Limits, Sandbox, _uid_processes
+from ds4kit.evals.humaneval.sandbox import Limits, Sandbox
 
 PROBLEM = human_eval_problems()["HumanEval/0"]
 LIMITS = TimeLimits(check_s=2.0)
