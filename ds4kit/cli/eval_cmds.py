@@ -13,7 +13,7 @@ def eval_group() -> None:
 
 def _register() -> None:
     for name, attr in (
-        # ("ds4kit.cli.eval_humaneval_cmd", "humaneval"),
+        ("ds4kit.cli.eval_humaneval_cmd", "humaneval"),
     ):
         module = __import__(name, fromlist=[attr])
         eval_group.add_command(getattr(module, attr))

@@ -53,3 +53,12 @@ def _plain(text: str):
     from rich.text import Text
 
     return Text(text)  # values are data, not markup
+
+
+def _register() -> None:
+    from ds4kit.cli.report_diff_cmd import diff
+
+    report.add_command(diff)
+
+
+_register()

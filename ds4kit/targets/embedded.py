@@ -41,6 +41,10 @@ class EmbeddedTarget:
         """The DSpark drafter and width policy replies are generated with (None: target-only)."""
         return self._speculation
 
+    def release(self) -> None:
+        """Drop the loaded model (its memory and threads); load() loads it again."""
+        self._model = None
+
     @property
     def model(self):
         """The loaded ds4kit.engine.Model (load() first)."""
