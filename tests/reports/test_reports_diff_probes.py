@@ -1,0 +1,35 @@
+"""report diff for the probes: identity (arms, tokens, throughput) and margins (rows, flips)."""
+import json
+from pathlib import Path
+
+from ds4kit.probes.identity.job import IdentityConfig, run
+from ds4kit.reports.diff import diff_reports, render_markdown
+from ds4kit.targets import TargetOptions, build_target
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "reports" / "examples"
+
+
+def test_margins_diff_pairs_widths_from_the_reports():
+    a, b = EXAMPLES / "probe-margins-embedded-small-q8-t2", EXAMPLES / "probe-margins-llama-small-q8-t2"
+    d = diff_reports(a, b)
+    ra, rb = (json.loads((x / "report.json").read_text())["results"] for x in (a, b))
+    assert d["diff"]["verdict"] == {"a": ra["verdict"], "b": rb["verdict"]}
+    assert d["diff"]["overall"]["flips"] == {"a": ra["flips"], "b": rb["flips"]}
+    w4 = next(w for w in d["diff"]["per_width"] if w["width"] == 4)
+    want = next(w for w in rb["per_width"] if w["width"] == 4)
+    assert w4["max_abs_dlogit"]["b"] == want["max_abs_dlogit"] and w4["bitwise_equal_rows"]["a"] == 192
+    assert "| 4 | 192/192 |" in render_markdown(d)
+
+
+def test_identity_diff_of_two_runs_sees_the_same_tokens(spec_files, tmp_path):
+    target, drafter = spec_files
+    outs = []
+    for k in range(2):
+        t = build_target(TargetOptions(model=target, threads=2, drafter=drafter))
+        outs.append(Path(run(IdentityConfig(suite="quick", arms="target-only,dspark-auto,scripted-a50", max_tokens=8,
+                                            out=tmp_path / f"r{k}"), t)).parent)
+    d = diff_reports(*outs)["diff"]
+    assert d["verdict"] == {"a": "identical", "b": "identical"} and d["suite_same"]
+    assert {r["arm"] for r in d["arms"]} == {"target-only", "dspark-auto", "scripted-a50"}
+    assert all(r["same_tokens"] for r in d["arms"])
+    assert all(r["tok_s"]["n_a"] == 2 for r in d["arms"])  # two timed items (warmup excluded)
