@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option
+from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 
 @click.command("humaneval")
@@ -33,11 +34,13 @@ from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, mod
               help="Seconds for a sample's original check() tests (base-only dataset).")
 @click.option("--card", "card_path", type=click.Path(path_type=Path), default=None, help="Model card JSON to use.")
 @engine_options
+@thermal_flags
 @click.option("--resume", is_flag=True, help="Continue the run in --out: finished tasks are kept, not redone.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Run folder (default runs/eval-humaneval-<utc>/).")
 def humaneval(model, dataset, samples_file, thinking, effort, budget, greedy, seed, limit, jobs, containment,
-              memory_mb, check_timeout, card_path, backend, threads, fp8_kv, indexer_fp4, resume, out):
+              memory_mb, check_timeout, card_path, backend, threads, fp8_kv, indexer_fp4, resume, out,
+              **thermal_kw):
     """HumanEval+ pass@1 (base and plus) through evalplus, each sample graded in a sandbox.
 
     Generation first (the model is released after it), grading after. Ctrl-C stops after the
@@ -52,7 +55,7 @@ def humaneval(model, dataset, samples_file, thinking, effort, budget, greedy, se
         dataset=dataset, samples_file=samples_file, thinking=thinking, effort=effort, budget=budget, greedy=greedy,
         seed=seed, limit=limit, jobs=jobs, containment=containment, limits=Limits(memory_mb=memory_mb),
         time_limits=TimeLimits(check_s=check_timeout), card_path=card_path, resume=resume, out=out,
-        command=list(sys.argv))
+        command=list(sys.argv), thermal=pop_thermal(thermal_kw))
     config.check()
     if samples_file is not None and model is not None:
         raise click.BadParameter("--samples grades existing samples: no model runs", param_hint="--model")

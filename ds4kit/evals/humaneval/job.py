@@ -21,6 +21,7 @@ from ds4kit.evals.humaneval.grading import TimeLimits
 from ds4kit.evals.humaneval.sandbox import Limits
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.reports.items import ItemLog
 
 KIND = "eval-humaneval"
@@ -46,6 +47,7 @@ class HumanEvalConfig:
     resume: bool = False
     out: Path | None = None
     command: list[str] | None = field(default=None, repr=False)
+    thermal: ThermalOptions = field(default_factory=ThermalOptions)  # --thermal and its thresholds
 
     @property
     def thinking_enabled(self) -> bool:
@@ -100,7 +102,7 @@ def _sampling(card: dict[str, Any], config: HumanEvalConfig) -> tuple[dict[str, 
 
 
 def _generate(config: HumanEvalConfig, target: Any, run: Any, problems: dict, stop: StopSignals,
-              say: Callable[[str], None]) -> tuple[dict[str, Any], bool]:
+              say: Callable[[str], None], tel: RunTelemetry) -> tuple[dict[str, Any], bool]:
     from tqdm import tqdm
 
     from ds4kit.cards import resolve_card
@@ -127,7 +129,7 @@ def _generate(config: HumanEvalConfig, target: Any, run: Any, problems: dict, st
     try:
         finished = generate_all(target, problems, log, budgets=budgets, thinking=config.thinking_enabled,
                                 effort=config.effort, sampling=values, seed=config.seed, should_stop=stop,
-                                progress=lambda t: bar.update(1))
+                                progress=lambda t: (bar.update(1), tel.progress(bar.n)))
     finally:
         bar.close()
     rows = [r for r in log.read() if r["task_id"] in problems]
@@ -185,23 +187,27 @@ def run(config: HumanEvalConfig, target: Any = None, *, say: Callable[[str], Non
             run.warn("samples-cover", f"{config.samples_file} has samples for {len(samples)} of {len(problems)} "
                      "tasks: pass@1 is over those it has")
         generation, finished = None, True
-        if samples is None:
-            generation, finished = _generate(config, target, run, problems, stop, say)
-            samples = {r["task_id"]: r for r in ItemLog(run.path("samples.jsonl"), key="task_id").read()
-                       if r["task_id"] in problems}
-        graded = ItemLog(run.add_file("items", "items.jsonl"), key="task_id")
-        todo = len(set(samples) - graded.done_keys())
-        t0 = time.monotonic()
-        if finished:
-            say(f"grading {len(samples)} samples ({len(samples) - todo} already graded) under {box.method}, "
-                f"{jobs} at a time")
-            bar = tqdm(total=len(samples), initial=len(samples) - todo, desc="grade", unit="task")
-            try:
-                finished = grade_all(box, dataset, samples, graded, limits=config.time_limits, jobs=jobs,
-                                     should_stop=stop, on_done=lambda r: bar.update(1))
-            finally:
-                bar.close()
-        seconds = time.monotonic() - t0
+        tel = RunTelemetry(run, config.thermal, stop, say)  # progress: tasks generated, then graded
+        with tel:
+            if samples is None:
+                tel.mark("generation")
+                generation, finished = _generate(config, target, run, problems, stop, say, tel)
+                samples = {r["task_id"]: r for r in ItemLog(run.path("samples.jsonl"), key="task_id").read()
+                           if r["task_id"] in problems}
+            graded = ItemLog(run.add_file("items", "items.jsonl"), key="task_id")
+            todo = len(set(samples) - graded.done_keys())
+            t0 = time.monotonic()
+            if finished:
+                say(f"grading {len(samples)} samples ({len(samples) - todo} already graded) under {box.method}, "
+                    f"{jobs} at a time")
+                bar = tqdm(total=len(samples), initial=len(samples) - todo, desc="grade", unit="task")
+                tel.mark("grading")
+                try:
+                    finished = grade_all(box, dataset, samples, graded, limits=config.time_limits, jobs=jobs,
+                                         should_stop=stop, on_done=lambda r: (bar.update(1), tel.progress(bar.n)))
+                finally:
+                    bar.close()
+            seconds = time.monotonic() - t0
         order = {t: i for i, t in enumerate(dataset.problems)}
         verdicts = sorted((v for v in graded.read() if v["task_id"] in samples), key=lambda v: order[v["task_id"]])
         results = results_from(verdicts, base_only=dataset.base_only)
@@ -213,6 +219,7 @@ def run(config: HumanEvalConfig, target: Any = None, *, say: Callable[[str], Non
             "grading": {"seconds": round(seconds, 3), "graded_now": len(verdicts) - (len(samples) - todo),
                         "jobs": jobs},
             "complete": finished and len(verdicts) == len(problems),
+            "telemetry": tel.results(),
         })
         plot_categories(run.add_file("plot", "categories.png"), results,
                         f"HumanEval{'' if dataset.base_only else '+'}: {len(verdicts)} tasks")
