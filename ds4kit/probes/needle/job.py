@@ -131,7 +131,7 @@ def run(config: NeedleConfig, target: Any, *, say: Callable[[str], None] = say_s
     from ds4kit.probes.needle.haystack import build_cell, load_text, sentences
     from ds4kit.probes.needle.output import results_dict, summary_md
     from ds4kit.probes.needle.plot import heatmap
-    from ds4kit.probes.prefix_cache.job import _Progress
+    from ds4kit.probes.progress import TurnProgress
 
     config.check()
     spec = config.load_spec()
@@ -167,7 +167,7 @@ def run(config: NeedleConfig, target: Any, *, say: Callable[[str], None] = say_s
                                prefill_mode=config.prefill_mode)
         # A first prefill pays page faults on the weights; no cell's timing should.
         target.session(256).prefill(target.tokenize("warm up"), "batched")
-        with _Progress(len(todo), enabled=progress) as bar:
+        with TurnProgress(len(todo), enabled=progress) as bar:
             for n, d in todo:
                 if stop.requested:
                     break

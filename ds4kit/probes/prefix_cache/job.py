@@ -20,6 +20,7 @@ from typing import Any, Callable
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.probes.progress import TurnProgress
 from ds4kit.reports import start_run
 from ds4kit.reports.run import check_run_folder
 
@@ -121,7 +122,7 @@ def run(config: PrefixCacheProbeConfig, target: Any, *, say: Callable[[str], Non
         n_turns = sum(len(turns_to_generate(c.messages)) for c in suite.conversations)
         arms: dict[str, list[dict[str, Any]]] = {}
         cache = None
-        with _Progress(len(config.arms) * n_turns * max_tokens, enabled=progress) as bar:
+        with TurnProgress(len(config.arms) * n_turns * max_tokens, enabled=progress) as bar:
             for arm in sorted(config.arms, key=lambda a: a != "off"):   # the reference arm first
                 cache = make_cache(target, config.max_ctx, config.cache_mb << 20) if arm == "on" else None
                 arms[arm] = run_arm(target, suite, gen, arm=arm, max_ctx=config.max_ctx, thinking=thinking,
@@ -154,26 +155,3 @@ def run(config: PrefixCacheProbeConfig, target: Any, *, say: Callable[[str], Non
         run.finish(results, status="interrupted" if interrupted else "ok", summary_md=summary_md(results),
                    interrupt=stop.record() if interrupted else None)
     return run.folder / "report.json"
-
-
-class _Progress:
-    """A rich bar over the generated tokens of both arms (stderr), labelled with the turn."""
-
-    def __init__(self, total: int, enabled: bool):
-        from ds4kit.bench.progress import RepProgress
-
-        self._bar, self._label = RepProgress(total, enabled), "starting"
-
-    def __enter__(self) -> "_Progress":
-        self._bar.__enter__()
-        return self
-
-    def describe(self, text: str) -> None:
-        self._label = text
-        self._bar.describe(text)
-
-    def step(self) -> None:
-        self._bar.step(self._label)
-
-    def __exit__(self, *exc: Any) -> None:
-        self._bar.__exit__(*exc)
