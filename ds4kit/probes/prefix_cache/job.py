@@ -135,7 +135,7 @@ def run(config: PrefixCacheProbeConfig, target: Any, *, say: Callable[[str], Non
         if judged["verdict"] == "incomplete":
             run.warn("no-verdict", "no verdict: " + ("the run was interrupted" if stop.requested else
                                                     "both arms (on, off) are needed to compare answers"))
-        # The session state's bytes where the longest snapshot was taken (state grows with the position).
+        # The state's bytes in a session restored from the longest snapshot (state grows with the position).
         state = target.session(config.max_ctx)
         longest = cache.longest() if cache is not None else None
         if longest is not None:

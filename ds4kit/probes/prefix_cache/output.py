@@ -52,7 +52,8 @@ def summary_md(results: dict[str, Any]) -> str:
     c = results["cache"]
     if c["entries"]:
         st = c["state"]
-        lines += ["", f"At {st['at_tokens']} tokens the session state holds {st['state_bytes']} bytes and its snapshot "
-                  f"{st['snapshot_bytes']} (max_ctx {results['settings']['max_ctx']}). Cache entries (tokens: snapshot bytes): "
+        lines += ["", f"The longest snapshot ({st['at_tokens']} tokens) holds {st['snapshot_bytes']} bytes; a session "
+                  f"restored from it {st['state_bytes']} bytes of state (max_ctx {results['settings']['max_ctx']}; "
+                  "a live session may hold more, scripts/snapshot-bytes). Cache entries (tokens: snapshot bytes): "
                   + ", ".join(f"{e['tokens']}: {e['snapshot_bytes']}" for e in c["entries"])]
     return "\n".join(lines) + "\n"
