@@ -51,8 +51,16 @@ def test_the_needle_is_at_the_reported_token_position_on_a_sentence_boundary(tar
     before = target.detokenize(p.ids[:p.needle_position])
     assert before.endswith(".") or before.endswith("Document:")          # a sentence boundary (or the start)
     assert p.depth_actual == pytest.approx(100 * (p.needle_position - p.haystack_start) / p.haystack_tokens)
-    longest = max(counts)                                                 # nearest boundary: within a sentence or two
-    assert abs(p.depth_actual - depth) <= 100 * 2 * longest / p.haystack_tokens
+    # The nearest in-paragraph boundary, in tokens: every candidate's position found here by
+    # tokenising the prompt's text up to it.
+    text = target.detokenize(p.ids)
+    head = text.index(spec.instruction) + len(spec.instruction)
+    body = text[head:text.index(" " + spec.needle)] + text[text.index(" " + spec.needle) + len(spec.needle) + 1:]
+    body = body[:body.rindex(spec.question)]
+    cuts = [0, len(body)] + [m.start() for m in re.finditer(r"(?<=\.) (?=\S)", body)]
+    goal = depth / 100 * p.haystack_tokens
+    cand = [len(target.tokenize(text[:head] + body[:c])) - p.haystack_start for c in cuts]
+    assert abs(p.needle_position - p.haystack_start - goal) == min(abs(c - goal) for c in cand)
     assert target.detokenize(p.ids[p.question_position:]).lstrip().startswith(("Now the question", ". Now"))
 
 

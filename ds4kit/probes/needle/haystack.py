@@ -59,6 +59,31 @@ def _render(target: Any, spec: NeedleSpec, body: str) -> str:
     return target.render_chat([{"role": "user", "content": spec.instruction + body + spec.question}])
 
 
+def _boundary_positions(target: Any, spec: NeedleSpec, sents: list[str], k: int, usable: list[int]):
+    """({sentence index: token index of the boundary before it}, haystack start, haystack tokens) in the
+    real tokenisation of the needle-free prompt: each token's bytes give its offset in the text."""
+    rendered = _render(target, spec, "".join(sents[:k]))
+    ids = target.tokenize(rendered)
+    offsets, at = {}, 0
+    for i, t in enumerate(ids):
+        offsets[at] = i
+        at += len(bytes(target.model.tokenizer.decode([int(t)])))
+    offsets[at] = len(ids)
+    base = rendered.index(spec.instruction) + len(spec.instruction)
+
+    def byte_at(chars: int) -> int:   # byte offset in the rendered prompt of a character offset in the haystack
+        return len(rendered[:base + chars].encode("utf-8"))
+
+    cum = [0]
+    for x in sents[:k]:
+        cum.append(cum[-1] + len(x))
+    positions = {i: offsets[byte_at(cum[i])] for i in usable if byte_at(cum[i]) in offsets}
+    start, end = offsets.get(byte_at(0)), offsets.get(byte_at(cum[k]))
+    if start is None or end is None or not positions:
+        raise ValueError("the needle-free prompt's tokens do not line up with its text")
+    return positions, start, end - start
+
+
 def build_cell(target: Any, spec: NeedleSpec, sents: list[str], counts: list[int], length: int,
                depth: float) -> CellPrompt:
     """The prompt of one cell: at most `length` tokens, the needle at the sentence boundary nearest
@@ -73,12 +98,10 @@ def build_cell(target: Any, spec: NeedleSpec, sents: list[str], counts: list[int
         raise ValueError(f"length {length} leaves no room for a haystack (the rest of the prompt is {overhead} tokens)")
     if k == len(sents) and overhead + total < length * 0.9:
         raise ValueError(f"the shipped text has only {total} tokens, too few for length {length}")
-    target_tok = depth / 100.0 * total
-    bounds = [0]
-    for c in counts[:k]:
-        bounds.append(bounds[-1] + c)
     usable = [0, k] + [i for i in range(1, k) if sents[i].startswith(" ")]
-    j = min(usable, key=lambda i: (abs(bounds[i] - target_tok), i))
+    positions, hay_start, hay_tokens = _boundary_positions(target, spec, sents, k, usable)
+    goal = depth / 100.0 * hay_tokens
+    j = min(positions, key=lambda i: (abs(positions[i] - hay_start - goal), i))
     before, after = "".join(sents[:j]), "".join(sents[j:k])
     rendered = _render(target, spec, before + needle + after)
     ids = target.tokenize(rendered)
