@@ -15,6 +15,8 @@ def _register() -> None:
     for name, attr in (
         ("ds4kit.cli.probe_identity_cmd", "identity"),
         ("ds4kit.cli.probe_margins_cmd", "margins"),
+        ("ds4kit.cli.probe_prefix_cache_cmd", "prefix_cache"),
+        ("ds4kit.cli.probe_needle_cmd", "needle"),
     ):
         module = __import__(name, fromlist=[attr])
         probe.add_command(getattr(module, attr))

@@ -15,6 +15,12 @@ out first, prefix-aware: an entry counts as used whenever an entry it is a prefi
 (atomically: a save cut short leaves only a temporary file, which is never read) under a size
 cap, oldest use out first; lookups see both tiers. A file that fails to load (another model, a
 corrupt or truncated file) is skipped with a warning, never used.
+
+Rewind: a memory entry that runs past the point where the prompt leaves it, by no more than the
+positions its session could still take back (`put(..., rewind_reach=session.max_rewind)`), is
+restored and rewound to that point. This is what lets a turn reuse a reply whose re-rendering
+re-tokenises its last tokens differently, or a prompt that stops inside an earlier stream. Disk
+entries are reused only as exact prefixes.
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ class CacheHit:
     tier: str | None = None          # "memory", "disk" or None
     logits: np.ndarray | None = None  # the last reused token's logits, when the entry kept them
     restore_s: float = 0.0
+    rewound: int = 0                 # positions of the restored entry taken back to reach `reused`
 
     @property
     def whole(self) -> bool:
@@ -52,11 +59,20 @@ class _Entry:
     tokens: tuple[int, ...]
     snapshot: Snapshot
     bytes: int
+    rewind_reach: int = 0            # positions a session restored from it can take back
     last_used: float = field(default_factory=time.monotonic)
 
 
 def _is_prefix(short: Sequence[int], long: Sequence[int]) -> bool:
     return len(short) <= len(long) and tuple(long[:len(short)]) == tuple(short)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n], dtype=np.int64) != np.asarray(b[:n], dtype=np.int64))
+    return int(diff[0]) if diff.size else n
 
 
 class PrefixCache:
@@ -76,7 +92,7 @@ class PrefixCache:
         # turn re-reads only files that changed, not every header every time.
         self._headers: dict[Path, tuple[tuple[int, int], Any]] = {}
         self.stats = {"lookups": 0, "memory_hits": 0, "disk_hits": 0, "misses": 0, "evicted": 0,
-                      "written_to_disk": 0, "skipped_files": 0}
+                      "written_to_disk": 0, "skipped_files": 0, "rewinds": 0}
         if self.cache_dir is not None:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
 
@@ -87,6 +103,15 @@ class PrefixCache:
 
     def __len__(self) -> int:
         return len(self._mem)
+
+    def entries(self) -> list[dict[str, int]]:
+        """The memory tier: tokens and bytes of each entry, shortest first."""
+        return [{"tokens": len(e.tokens), "bytes": e.bytes, "snapshot_bytes": e.snapshot.bytes}
+                for e in sorted(self._mem.values(), key=lambda e: len(e.tokens))]
+
+    def longest(self) -> Snapshot | None:
+        """The memory tier's longest entry (what a report compares with the session state's bytes)."""
+        return max(self._mem.values(), key=lambda e: len(e.tokens)).snapshot if self._mem else None
 
     def _disk_files(self) -> list[Path]:
         if self.cache_dir is None:
@@ -99,15 +124,17 @@ class PrefixCache:
         return self.cache_dir / f"{key}{SUFFIX}"
 
     # -- storing --------------------------------------------------------------
-    def put(self, snapshot: Snapshot) -> None:
-        """Keep `snapshot` (of this cache's model and options) under the token ids it covers."""
+    def put(self, snapshot: Snapshot, rewind_reach: int = 0) -> None:
+        """Keep `snapshot` (of this cache's model and options) under the token ids it covers.
+        rewind_reach: how many positions the session it was taken from could take back
+        (`session.max_rewind`); a lookup may restore it and rewind that far."""
         if snapshot.options != self.options:
             raise ValueError(f"prefix cache for options {self.options} got a snapshot taken with {snapshot.options}")
         tokens = tuple(snapshot.tokens)
         if not tokens:
             return
         size = snapshot.bytes + (snapshot.last_logits.nbytes if snapshot.last_logits is not None else 0)
-        self._mem[tokens] = _Entry(tokens, snapshot, size)
+        self._mem[tokens] = _Entry(tokens, snapshot, size, int(rewind_reach))
         self._evict()
 
     def _recency(self, e: _Entry) -> float:
@@ -147,19 +174,30 @@ class PrefixCache:
                 self._write_disk(e)
 
     # -- finding --------------------------------------------------------------
-    def lookup(self, tokens: Sequence[int]) -> tuple[int, str | None, Any]:
-        """(length, tier, entry or file) of the longest cached prefix of `tokens` that a session can
-        continue from: a strict prefix, or the whole of `tokens` when its logits were kept."""
+    def lookup(self, tokens: Sequence[int]) -> tuple[int, str | None, Any, int]:
+        """(length, tier, entry or file, positions to rewind) of the longest cached prefix of
+        `tokens` that a session can continue from: a strict prefix, the whole of `tokens` when its
+        logits were kept, or (memory entries) the common part of an entry that runs on past it by
+        no more than its rewind reach."""
         tokens = tuple(int(t) for t in tokens)
+        n = len(tokens)
 
         def usable(prefix: Sequence[int], has_logits: bool) -> bool:
-            return 0 < len(prefix) <= len(tokens) and _is_prefix(prefix, tokens) and \
-                (len(prefix) < len(tokens) or has_logits)
+            return 0 < len(prefix) <= n and _is_prefix(prefix, tokens) and (len(prefix) < n or has_logits)
 
-        best: tuple[int, str | None, Any] = (0, None, None)
+        best: tuple[int, str | None, Any, int] = (0, None, None, 0)
         for e in self._mem.values():
-            if usable(e.tokens, e.snapshot.last_logits is not None) and len(e.tokens) > best[0]:
-                best = (len(e.tokens), "memory", e)
+            if usable(e.tokens, e.snapshot.last_logits is not None):
+                cand, back = len(e.tokens), 0
+            else:
+                # Rewound to where the prompt leaves it; at least the prompt's last token stays to
+                # be fed, for its logits.
+                cand = min(_common_prefix(e.tokens, tokens), n - 1)
+                back = len(e.tokens) - cand
+                if cand <= 0 or back > e.rewind_reach:
+                    continue
+            if cand > best[0] or (cand == best[0] and best[1] is not None and back < best[3]):
+                best = (cand, "memory", e, back)
         for p in self._disk_files():
             info = self._header(p)
             if info is None:
@@ -168,7 +206,7 @@ class PrefixCache:
             if header.get("options") != self.options:
                 continue
             if usable(toks, int(header.get("last_logits", 0)) > 0) and len(toks) > best[0]:
-                best = (len(toks), "disk", p)
+                best = (len(toks), "disk", p, 0)
         return best
 
     def _header(self, path: Path):
@@ -190,7 +228,7 @@ class PrefixCache:
         self.stats["lookups"] += 1
         t0 = time.perf_counter()
         while True:
-            n, tier, where = self.lookup(tokens)
+            n, tier, where, back = self.lookup(tokens)
             if tier != "disk":
                 break
             try:
@@ -212,9 +250,12 @@ class PrefixCache:
             return CacheHit(0)
         where.last_used = time.monotonic()
         session.restore(where.snapshot)
+        if back:
+            session.rewind(back)
+            self.stats["rewinds"] += 1
         self.stats["memory_hits" if tier == "memory" else "disk_hits"] += 1
-        logits = where.snapshot.last_logits if n == len(tokens) else None
-        return CacheHit(n, tier, logits, time.perf_counter() - t0)
+        logits = where.snapshot.last_logits if n == len(tokens) and not back else None
+        return CacheHit(n, tier, logits, time.perf_counter() - t0, back)
 
     def _quarantine(self, path: Path) -> bool:
         """Move a bad file out of the lookup's way (it is kept, renamed, for inspection)."""

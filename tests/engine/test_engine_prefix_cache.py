@@ -138,3 +138,42 @@ def test_snapshots_of_other_options_are_refused(model):
     s.prefill([1, 2, 3], "batched")
     with pytest.raises(ValueError, match="options"):
         cache.put(s.snapshot())
+
+
+def test_an_entry_that_runs_past_the_prompt_is_rewound_to_it(model):
+    """A prompt that leaves a cached stream within its rewind reach (a reply re-tokenised differently
+    near its end) restores it and rewinds; what follows is bitwise a cold prefill. Beyond the reach,
+    the shorter exact prefix serves instead."""
+    V = model.hparams["n_vocab"]
+    base = tokens(100, V, 78)
+    cache = PrefixCache(model, OPTS)
+    s = model.session(**OPTS)
+    s.prefill(base, "batched")
+    cache.put(s.snapshot(), rewind_reach=s.max_rewind)          # an exact prefix at 100
+    s.prefill(tokens(20, V, 79), "batched")
+    cache.put(s.snapshot(), rewind_reach=s.max_rewind)          # the same stream 20 tokens on
+    stream = s.tokens
+    prompt = stream[:112] + tokens(6, V, 80)                    # leaves it 8 before its end
+    s2 = model.session(**OPTS)
+    hit = cache.restore_longest(s2, prompt)
+    assert (hit.reused, hit.rewound, s2.pos) == (112, 8, 112) and cache.stats["rewinds"] == 1
+    logits = s2.prefill(prompt[112:], "batched")
+    assert np.array_equal(logits, _cold(model, prompt)[1])
+    # Without a rewind reach recorded the entry is only usable as an exact prefix.
+    plain = PrefixCache(model, OPTS)
+    plain.put(s.snapshot())
+    assert plain.restore_longest(model.session(**OPTS), prompt).reused == 0
+    # Beyond the reach (the prompt leaves the 140-token entry 35 before its end): the exact prefix
+    # at 100 serves instead.
+    s.prefill(tokens(20, V, 81), "batched")
+    far_cache = PrefixCache(model, OPTS)
+    far_cache.put(_snap_at(model, base), rewind_reach=32)
+    far_cache.put(s.snapshot(), rewind_reach=s.max_rewind)
+    far = s.tokens[:105] + tokens(5, V, 82)
+    assert far_cache.restore_longest(model.session(**OPTS), far).reused == 100
+
+
+def _snap_at(model, ids):
+    s = model.session(**OPTS)
+    s.prefill(ids, "batched")
+    return s.snapshot()

@@ -6,7 +6,7 @@ import pytest
 
 from ds4kit.chat.markers import EOS
 from ds4kit.engine import Model
-from ds4kit.engine.conversation import common_prefix, run_conversation, turn_boundaries
+from ds4kit.engine.conversation import common_prefix, run_conversation
 from ds4kit.engine.generate import GenerationConfig, generate
 from ds4kit.engine.prefix_cache import PrefixCache
 
@@ -45,12 +45,12 @@ def test_cached_run_gives_the_cache_off_answers_and_reuses_turns(model, thinking
     assert on[0].actual_reuse == 0
     for k in (1, 2):
         prev = on[k - 1].prompt_ids
-        # At least the previous prompt up to where its reply began (its last boundary).
-        floor = max(turn_boundaries(model, prev, thinking) + [0])
-        assert on[k].actual_reuse >= floor > 0, (k, on[k].actual_reuse, floor)
-        # generate() started after the restored prefix and the boundary pieces the runner fed.
-        assert on[k].result.fed == max([on[k].actual_reuse] + [c for c in on[k].snapshots_taken
-                                                               if c < len(on[k].prompt_ids)])
+        # The whole previous prompt (thinking: up to its final <think>, which the next rendering
+        # replaces), and with the reply's snapshot and a rewind exactly the ideal reuse.
+        assert on[k].actual_reuse >= len(prev) - (1 if thinking else 0), (k, on[k].actual_reuse, len(prev))
+        assert on[k].actual_reuse == on[k].expected_reuse
+        # The runner prefilled the whole rest of the prompt itself, snapshotting its end.
+        assert on[k].result.fed == len(on[k].prompt_ids) and len(on[k].prompt_ids) in on[k].snapshots_taken
 
 
 def test_expected_reuse_is_the_common_prefix_with_earlier_streams(model):
