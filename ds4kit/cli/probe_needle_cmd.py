@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option
+from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 
 @click.command("needle")
@@ -22,13 +23,14 @@ from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, mod
                    "only the question prefilled).")
 @click.option("--max-tokens", type=int, default=16, show_default=True, help="Most tokens per answer.")
 @engine_options
+@thermal_flags
 @click.option("--prefill", "prefill_mode", type=click.Choice(["exact", "batched"]), default="batched",
               show_default=True, help="Prefill mode.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out: only the cells not yet finished run.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Run folder (default runs/probe-needle-<utc>/).")
 def needle(model, lengths, depths, suite, arms, max_tokens, backend, threads, fp8_kv, indexer_fp4, prefill_mode,
-           resume, quiet, out):
+           resume, quiet, out, **thermal_kw):
     """A needle at token-exact depths of long contexts, scored as an exact literal, cold and restored.
 
     One line per finished cell in cells.jsonl (a kill loses no finished cell; --resume continues),
@@ -40,7 +42,8 @@ def needle(model, lengths, depths, suite, arms, max_tokens, backend, threads, fp
 
     config = NeedleConfig(lengths=parse_lengths(lengths), depths=parse_depths(depths), suite=suite,
                           arms=tuple(a.strip() for a in arms.split(",") if a.strip()), max_tokens=max_tokens,
-                          prefill_mode=prefill_mode, resume=resume, out=out, command=list(sys.argv))
+                          prefill_mode=prefill_mode, resume=resume, out=out, command=list(sys.argv),
+        thermal=pop_thermal(thermal_kw))
     config.check()
     target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4)
     finish_command(run(config, target, say=lambda m: click.echo(m, err=True), progress=not quiet))

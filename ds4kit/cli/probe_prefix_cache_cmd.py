@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option
+from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 
 def _arms(ctx, param, value: str) -> tuple[str, ...]:
@@ -27,6 +28,7 @@ def _arms(ctx, param, value: str) -> tuple[str, ...]:
 @click.option("--thinking/--no-thinking", default=None,
               help="Thinking mode: half of each reply thinks, then </think> is forced (default: the suite's).")
 @engine_options
+@thermal_flags
 @click.option("--prefill", "prefill_mode", type=click.Choice(["exact", "batched"]), default="batched",
               show_default=True, help="Prefill mode of both arms.")
 @click.option("--cache-mb", type=int, default=8192, show_default=True,
@@ -35,7 +37,7 @@ def _arms(ctx, param, value: str) -> tuple[str, ...]:
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Run folder (default runs/probe-prefix-cache-<utc>/).")
 def prefix_cache(model, suite, conversation, arms, max_tokens, max_ctx, thinking, backend, threads, fp8_kv,
-                 indexer_fp4, prefill_mode, cache_mb, quiet, out):
+                 indexer_fp4, prefill_mode, cache_mb, quiet, out, **thermal_kw):
     """Check that the prefix cache reuses what an ideal cache would and changes no answer.
 
     Each conversation runs with the cache off (cold) and on; per turn the expected (ideal) reuse,
@@ -47,7 +49,8 @@ def prefix_cache(model, suite, conversation, arms, max_tokens, max_ctx, thinking
 
     config = PrefixCacheProbeConfig(suite=suite, conversation=conversation, arms=arms, max_tokens=max_tokens,
                                     max_ctx=max_ctx, thinking=thinking, prefill_mode=prefill_mode,
-                                    cache_mb=cache_mb, out=out, command=list(sys.argv))
+                                    cache_mb=cache_mb, out=out, command=list(sys.argv),
+        thermal=pop_thermal(thermal_kw))
     config.check()
     target = build_target_from_flags(model, backend, threads, fp8_kv, indexer_fp4)
     path = run(config, target, say=lambda m: click.echo(m, err=True), progress=not quiet)

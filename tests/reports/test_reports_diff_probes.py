@@ -33,3 +33,40 @@ def test_identity_diff_of_two_runs_sees_the_same_tokens(spec_files, tmp_path):
     assert {r["arm"] for r in d["arms"]} == {"target-only", "dspark-auto", "scripted-a50"}
     assert all(r["same_tokens"] for r in d["arms"])
     assert all(r["tok_s"]["n_a"] == 2 for r in d["arms"])  # two timed items (warmup excluded)
+
+
+def _copy_report(src: Path, dst: Path, edit) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    rep = json.loads((dst / "report.json").read_text())
+    edit(rep["results"])
+    (dst / "report.json").write_text(json.dumps(rep))
+    return dst
+
+
+def test_needle_diff_names_the_cells_that_changed(tmp_path):
+    src = EXAMPLES / "probe-needle-medium"
+
+    def find_one(r):
+        c = r["cells"][2]
+        c["arms"]["cold"]["found"] = True
+        r["score"]["cold"]["found"] += 1
+        r["score"]["cold"]["rate"] = r["score"]["cold"]["found"] / r["score"]["cold"]["cells"]
+    b = _copy_report(src, tmp_path / "b", find_one)
+    d = diff_reports(src, b)["diff"]
+    cid = json.loads((src / "report.json").read_text())["results"]["cells"][2]["id"]
+    assert d["arms"]["cold"]["found_in_b_only"] == [cid] and d["arms"]["cold"]["found_in_a_only"] == []
+    assert d["arms"]["restored"]["found_in_b_only"] == [] and d["paired_cells"] == 6
+    assert d["arms"]["cold"]["mcnemar_p"] == 1.0  # one discordant cell proves nothing
+
+
+def test_prefix_cache_diff_pairs_turns(tmp_path):
+    src = EXAMPLES / "probe-prefix-cache-medium" / "seed-7k"
+
+    def lose_reuse(r):
+        r["turns"][1]["actual_reuse"] = 0
+    b = _copy_report(src, tmp_path / "b", lose_reuse)
+    d = diff_reports(src, b)["diff"]
+    t = next(x for x in d["turns"] if x["id"] == "main/2")
+    assert t["actual_reuse"]["a"] == t["expected_reuse"]["a"] and t["actual_reuse"]["b"] == 0

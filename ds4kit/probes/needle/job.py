@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
+from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
 from ds4kit.reports import start_run
 from ds4kit.reports.atomic import atomic_write_json
@@ -56,6 +57,7 @@ class NeedleConfig:
     resume: bool = False
     out: Path | None = None
     command: list[str] | None = field(default=None, repr=False)
+    thermal: ThermalOptions = field(default_factory=ThermalOptions)  # --thermal and its thresholds
 
     def check(self) -> None:
         if not self.lengths or any(not isinstance(n, int) or n < 64 for n in self.lengths):
@@ -167,7 +169,8 @@ def run(config: NeedleConfig, target: Any, *, say: Callable[[str], None] = say_s
                                prefill_mode=config.prefill_mode)
         # A first prefill pays page faults on the weights; no cell's timing should.
         target.session(256).prefill(target.tokenize("warm up"), "batched")
-        with TurnProgress(len(todo), enabled=progress) as bar:
+        tel = RunTelemetry(run, config.thermal, stop, say)  # progress: cells finished
+        with tel, TurnProgress(len(todo), enabled=progress) as bar:
             for n, d in todo:
                 if stop.requested:
                     break
@@ -187,12 +190,14 @@ def run(config: NeedleConfig, target: Any, *, say: Callable[[str], None] = say_s
                 log.append(cell)
                 done[cell["id"]] = cell
                 bar.step()
+                tel.progress(len(done))
                 if after_cell:
                     after_cell(cell)
         cells = [done[cell_id(n, d)] for n, d in grid if cell_id(n, d) in done]
         if cells:
             heatmap(run.add_file("heatmap", "needle.png"), cells, list(config.lengths), list(config.depths), arms)
         results = results_dict(spec, cells, settings, arms=arms, total=len(grid))
+        results["telemetry"] = tel.results()
         say(f"{results['cells_done']} of {len(grid)} cells; found: "
             + ", ".join(f"{a} {results['score'][a]['found']}/{results['score'][a]['cells']}" for a in arms)
             + (f"; arms agree on {results['arms_agree']} of {results['cells_done']}" if "restored" in arms else ""))

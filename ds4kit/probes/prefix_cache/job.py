@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
+from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
 from ds4kit.probes.progress import TurnProgress
 from ds4kit.reports import start_run
@@ -41,6 +42,7 @@ class PrefixCacheProbeConfig:
     cache_mb: int = 8192                  # large: an eviction would make a turn miss what it should reuse
     out: Path | None = None
     command: list[str] | None = field(default=None, repr=False)
+    thermal: ThermalOptions = field(default_factory=ThermalOptions)  # --thermal and its thresholds
 
     def check(self) -> None:
         if (self.suite is None) == (self.conversation is None):
@@ -122,11 +124,19 @@ def run(config: PrefixCacheProbeConfig, target: Any, *, say: Callable[[str], Non
         n_turns = sum(len(turns_to_generate(c.messages)) for c in suite.conversations)
         arms: dict[str, list[dict[str, Any]]] = {}
         cache = None
-        with TurnProgress(len(config.arms) * n_turns * max_tokens, enabled=progress) as bar:
+        tel = RunTelemetry(run, config.thermal, stop, say)  # progress: tokens generated
+        tokens_done = [0]
+
+        def on_token(*_: Any) -> None:
+            bar.step()
+            tokens_done[0] += 1
+            tel.progress(tokens_done[0])
+
+        with tel, TurnProgress(len(config.arms) * n_turns * max_tokens, enabled=progress) as bar:
             for arm in sorted(config.arms, key=lambda a: a != "off"):   # the reference arm first
                 cache = make_cache(target, config.max_ctx, config.cache_mb << 20) if arm == "on" else None
                 arms[arm] = run_arm(target, suite, gen, arm=arm, max_ctx=config.max_ctx, thinking=thinking,
-                                    cache=cache, on_turn=bar.describe, on_token=bar.step, should_stop=stop)
+                                    cache=cache, on_turn=bar.describe, on_token=on_token, should_stop=stop)
                 if stop.requested:
                     break
         rows = join_arms(arms.get("on"), arms.get("off"))
@@ -148,6 +158,7 @@ def run(config: PrefixCacheProbeConfig, target: Any, *, say: Callable[[str], Non
         results = results_dict(suite, rows, judged, cache=cache, state_bytes=state_bytes, max_tokens=max_tokens,
                                max_ctx=config.max_ctx, thinking=thinking, arms=config.arms,
                                prefill_mode=config.prefill_mode, cache_mb=config.cache_mb)
+        results["telemetry"] = tel.results()
         say(f"verdict: {judged['verdict']} ({judged['turns_ideal']} of {judged['turns']} turns at the ideal reuse)")
         for line in judged["failures"]:
             say(f"  FAIL {line}")
