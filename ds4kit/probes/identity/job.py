@@ -3,9 +3,9 @@
     report = run(IdentityConfig(suite="quick", arms="all", out=...), target)
 
 Each item first runs a reference pass (target-only, untimed: the scripted drafter's continuation
-and what every arm is compared with), then every arm in an order rotated per item, target-only
-among them, so slow drift of the machine (heat, background load) and cache warmth spread over the
-arms instead of favouring one. The timed target-only arm must equal its reference pass too
+and what every arm is compared with), then every arm, target-only among them, forward on even
+items and backward on odd ones, so a slow drift of the machine (heat, background load) cancels
+out over each pair of items instead of favouring the arms that run late. The timed target-only arm must equal its reference pass too
 (plain decoding is deterministic). Items marked `warmup` count for identity, not for speed.
 """
 from __future__ import annotations
@@ -49,6 +49,13 @@ class IdentityConfig:
                 raise ConfigError(f"acceptance {a} is outside [0, 1]", "--acceptance")
 
 
+def arm_order(arms: list, n_item: int) -> list:
+    """Forward on even items, backward on odd ones (A B C, C B A, ...): over each pair of items
+    every arm's mean position is the same, so a drift of the machine's speed during the run (load
+    or heat rising or falling) cancels out of the ratios instead of favouring the arms that run late."""
+    return list(arms) if n_item % 2 == 0 else list(reversed(arms))
+
+
 def _runner(target: Any, config: IdentityConfig, eos: int | None):
     if target.kind == "embedded":
         return EngineArmRunner(target, max_ctx=config.max_ctx, top_k=config.top_k, eos=eos)
@@ -89,11 +96,10 @@ def run(config: IdentityConfig, target: Any, *, say: Callable[[str], None] = say
                 prompt = target.tokenize(target.render_chat(item["messages"], thinking=bool(item.get("thinking"))))
                 max_tokens = config.max_tokens or int(item.get("max_tokens", 128))
                 # The reference pass (target-only, untimed) gives the scripted drafter its continuation;
-                # the timed arms then run in an order rotated per item, target-only among them.
+                # the timed arms then run forward or backward (arm_order), target-only among them.
                 ref = runner.run(arms[0], prompt, max_tokens, None, item_seed=n_item)
                 bar.update(1)
-                k = n_item % len(arms)
-                for arm in arms[k:] + arms[:k]:
+                for arm in arm_order(arms, n_item):
                     if stop.requested:
                         interrupted = True
                         break
