@@ -21,14 +21,28 @@ def suite_names(probe: str) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
 
 
+def suite_path(probe: str, name_or_path: str | Path, flag: str = "--suite") -> Path:
+    """The file of a shipped suite of `probe` named `name_or_path`, or that path itself when it
+    looks like one (ends in .json, holds a '/', or is a file); ConfigError naming `flag` otherwise.
+    Every probe finds its suites here; each parses its own item format."""
+    from ds4kit.errors import ConfigError
+
+    text = str(name_or_path)
+    if text.endswith(".json") or "/" in text or Path(text).is_file():
+        path = Path(text)
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such suite file", flag)
+        return path
+    path = probes_dir() / probe / f"{text}.json"
+    if not path.is_file():
+        known = ", ".join(suite_names(probe)) or "none"
+        raise ConfigError(f"no {probe} suite named {text!r}; shipped: {known} (or give a path to a .json file)", flag)
+    return path
+
+
 def load_suite(probe: str, name_or_path: str | Path) -> dict[str, Any]:
     """The suite, with `path` and `sha256` (of its bytes) added; ValueError names what is wrong."""
-    p = Path(name_or_path)
-    if not (p.suffix == ".json" and p.is_file()):
-        p = probes_dir() / probe / f"{name_or_path}.json"
-        if not p.is_file():
-            known = ", ".join(suite_names(probe)) or "none"
-            raise ValueError(f"no {probe} suite {str(name_or_path)!r} (shipped: {known}; or give a .json path)")
+    p = suite_path(probe, name_or_path)
     raw = p.read_bytes()
     try:
         suite = json.loads(raw)

@@ -31,29 +31,17 @@ class MarginsSuite:
     items: tuple[MarginsItem, ...]
 
 
-def suites_dir() -> Path:
-    from ds4kit.resources import probes_dir
-
-    return probes_dir() / "margins"
-
-
 def suite_names() -> list[str]:
-    return sorted(p.stem for p in suites_dir().glob("*.json"))
+    from ds4kit.probes.suites import suite_names as names
+
+    return names("margins")
 
 
 def resolve_suite_path(suite: str | Path) -> Path:
-    """A shipped suite's name, or the path of a suite file."""
-    text = str(suite)
-    if text.endswith(".json") or "/" in text or Path(text).is_file():
-        path = Path(text)
-        if not path.is_file():
-            raise ConfigError(f"{path}: no such suite file", FLAG)
-        return path
-    path = suites_dir() / f"{text}.json"
-    if not path.is_file():
-        raise ConfigError(f"no margins suite named {text!r}; shipped: {', '.join(suite_names())} "
-                          "(or give a path to a .json file)", FLAG)
-    return path
+    """A shipped suite's name, or the path of a suite file (ds4kit.probes.suites.suite_path)."""
+    from ds4kit.probes.suites import suite_path
+
+    return suite_path("margins", suite, FLAG)
 
 
 def load_suite(suite: str | Path) -> MarginsSuite:

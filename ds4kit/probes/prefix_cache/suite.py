@@ -44,7 +44,9 @@ class Suite:
 
 
 def suite_names() -> list[str]:
-    return sorted(p.stem for p in (probes_dir() / SUITE_FOLDER).glob("*.json"))
+    from ds4kit.probes.suites import suite_names as names
+
+    return names(SUITE_FOLDER)
 
 
 def text_path(name: str) -> Path:
@@ -111,11 +113,9 @@ def _read_json(path: Path, flag: str) -> Any:
 
 def load_suite(name: str) -> Suite:
     """A shipped suite by name (or a path to a suite file); ConfigError naming --suite."""
-    path = Path(name)
-    if not path.is_file():
-        path = probes_dir() / SUITE_FOLDER / f"{name}.json"
-        if not path.is_file():
-            raise ConfigError(f"no suite {name!r}; shipped: {', '.join(suite_names())}", "--suite")
+    from ds4kit.probes.suites import suite_path
+
+    path = suite_path(SUITE_FOLDER, name, "--suite")
     doc = _read_json(path, "--suite")
     try:
         if not isinstance(doc, dict) or not isinstance(doc.get("conversations"), list) or not doc["conversations"]:
