@@ -48,6 +48,9 @@ class Speculation:
     width: int = 0               # 0: the auto policy; 1..8 fixed (capped at 1 + the longest draft)
     kind: str = "dspark"         # "dspark" or "scripted"
     describe_extra: dict[str, Any] | None = None
+    # The width policy of the last generation (its measured costs and acceptance), carried into the
+    # next one; None: start afresh.
+    _carry: Any = None
 
     @classmethod
     def dspark(cls, drafter: Any, width: int = 0) -> "Speculation":
@@ -91,8 +94,7 @@ class Speculation:
         """The native loop for one generation, carrying the width policy of the previous one (its
         measured costs and acceptance), so the warmup is paid once per drafter, not per reply."""
         native_session = getattr(session, "_s", session)
-        return engine_module().Speculator(native_session, self.proposer, params, self.width,
-                                          getattr(self, "_carry", None))
+        return engine_module().Speculator(native_session, self.proposer, params, self.width, self._carry)
 
     def finished(self, speculator: Any) -> None:
         self._carry = speculator.policy_state()

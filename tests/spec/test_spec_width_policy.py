@@ -19,7 +19,7 @@ def best_width(a, max_width, draft=DRAFT):
         e = sum(a ** j for j in range(w))
         return e / (verify_cost(w) + (draft if w > 1 else 0.0))
     best = max(range(1, max_width + 1), key=speed)
-    return best if speed(best) > 1.02 * speed(1) else 1
+    return best if speed(best) > 1.05 * speed(1) else 1
 
 
 def drive(policy, accept_prob, steps, max_width=8, seed=0, draft=DRAFT):
@@ -69,7 +69,7 @@ def test_steady_state_width_is_the_best_one(a):
         e = 1.0 + sum(np.prod(est[:j]) for j in range(1, w))
         return e / (verify_cost(w) + (DRAFT if w > 1 else 0.0))
     want = max(range(1, 9), key=speed)
-    want = want if speed(want) > 1.02 * speed(1) else 1
+    want = want if speed(want) > 1.05 * speed(1) else 1
     assert d["planned"] == want
     assert abs(d["predicted_speedup"] - speed(want) / speed(1)) < 1e-9
 

@@ -50,6 +50,7 @@ class EngineArmRunner:
     def __init__(self, target: Any, *, max_ctx: int, top_k: int, eos: int | None):
         self.target, self.max_ctx, self.top_k, self.eos = target, max_ctx, top_k, eos
         self._drafter = None
+        self._policy: dict[str, Any] = {}  # arm name -> its width policy, carried from item to item
 
     def _dspark(self, width: int) -> Speculation:
         if self._drafter is None:
@@ -76,7 +77,11 @@ class EngineArmRunner:
         opts.pop("capture_layers", None), opts.pop("capture_at", None)
         if spec is not None:
             opts.update(spec.session_options())
+        if spec is not None and arm.name in self._policy:
+            spec._carry = self._policy[arm.name]  # what the arm measured on earlier items
         res = generate(model.session(**opts), model.tokenizer, list(prompt), cfg, speculation=spec)
+        if spec is not None:
+            self._policy[arm.name] = spec._carry
         top = [[(int(i), float(v)) for i, v in r["top"]] for r in res.logprobs]
         return ArmResult(res.tokens, top, res.decode_s, res.prefill_s, res.speculation,
                          trace_from_decisions(res.spec_decisions) if res.spec_decisions is not None else None, errors)

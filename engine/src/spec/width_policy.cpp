@@ -12,7 +12,7 @@ constexpr double kEma = 0.3;          // weight of a new timing
 constexpr double kDecay = 0.99;       // per observation: about the last 100 count (recent ones more)
 constexpr double kPrior = 1.0;        // pseudo-observations behind each position's prior
 constexpr double kPriorFirst = 0.5;   // the first position's prior: weak and pessimistic
-constexpr double kMargin = 1.02;      // a width must beat plain decoding by 2% to be chosen
+constexpr double kMargin = 1.05;      // a width must beat plain decoding by 5% (timings are noisy) to be chosen
 constexpr int64_t kMaxProbeGap = 256;
 }  // namespace
 
