@@ -70,3 +70,31 @@ def test_prefix_cache_diff_pairs_turns(tmp_path):
     d = diff_reports(src, b)["diff"]
     t = next(x for x in d["turns"] if x["id"] == "main/2")
     assert t["actual_reuse"]["a"] == t["expected_reuse"]["a"] and t["actual_reuse"]["b"] == 0
+
+
+def test_every_report_kind_has_a_differ():
+    from ds4kit.reports.diff import differs
+    from ds4kit.reports.schema import known_kinds
+
+    assert set(known_kinds()) == set(differs())
+
+
+def test_model_info_diff_names_the_fields_that_differ(tmp_path, tiny_target):
+    from click.testing import CliRunner
+
+    from ds4kit.cli import main
+    from ds4kit.synth import preset, write_target
+
+    other = tmp_path / "other.gguf"
+    write_target(other, preset("tiny").replace(n_layer=preset("tiny").n_layer + 1), seed=0)
+    outs = []
+    for k, model in enumerate((tiny_target, other)):
+        out = tmp_path / f"info{k}"
+        res = CliRunner().invoke(main, ["model", "info", str(model), "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        outs.append(out)
+    d = diff_reports(*outs)["diff"]
+    paths = {c["path"] for c in d["fields"]}
+    assert "hparams.block_count" in paths and "hparams.attention.compress_ratios" in paths, sorted(paths)[:20]
+    same = diff_reports(outs[0], outs[0])["diff"]
+    assert same["changed"] == 0 and "No field" in render_markdown(diff_reports(outs[0], outs[0]))
