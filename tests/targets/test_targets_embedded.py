@@ -49,7 +49,7 @@ def test_describe_capabilities_and_protocol(tiny_target):
     assert d["backend_resolved"] == target.model.backend and d["threads"] == target.model.threads == 2
     assert d["numerics"] == {"fp8_kv": False, "indexer_fp4": True}
     caps = target.capabilities
-    assert (caps.logits, caps.verify, caps.snapshot, caps.rewind, caps.drafter) == (True, True, True, True, False)
+    assert (caps.logits, caps.verify, caps.snapshot, caps.rewind, caps.drafter) == (True, True, True, True, True)
     assert d["capabilities"] == caps.as_dict()
     # The declared capabilities hold: verify rows equal one-by-one decoding, a snapshot restores.
     ids = target.tokenize(PROMPT)
