@@ -1,7 +1,8 @@
 """The GPU backend through the device-resident seam, against the CPU backend.
 
-`_engine.compare_backends` runs matmul (every F32/F16/Q8_0 matrix of a model, ncols 1..8 and
-row ranges), rms_norm (each norm vector as weight, and unweighted), scale and copy through the
+`_engine.compare_backends` runs matmul (every 2-D matrix of a model whose type the engine has
+kernels for, ncols 1..8 and row ranges; four models cover F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K,
+IQ2_XXS, MXFP4 and the ROCmFP types), rms_norm (each norm vector as weight, and unweighted), scale and copy through the
 full seam (alloc, upload, op, download, synchronize) on the CPU and on the GPU, and checks on
 the GPU that every column of a multi-column matmul is bitwise the column computed alone (the
 verify == decode property). This file states the tolerances and checks every record.
@@ -19,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sys
 import warnings
 from pathlib import Path
@@ -46,11 +46,6 @@ RMS_NORM_NERR = 1e-6
 EXACT_OPS = {"scale", "copy"}
 
 _REPORT: dict = {}
-_BACKEND_OPS = {
-    "embed", "matmul", "rms_norm", "scale", "copy", "rope_tail", "fp8_kv_round_trip", "indexer_transform",
-    "hc_pre", "hc_post", "hc_head", "hc_mean", "route", "moe", "new_seq_state", "seq_state_from_image", "kv_store",
-    "compress", "indexer_select", "attention", "attention_rows",
-}
 
 
 def _gpu_kind() -> str | None:
@@ -128,16 +123,30 @@ def _synth(name: str, seed: int, types: dict | None = None, **over) -> Path:
     return path
 
 
+# Every other type the GPU decodes, on 2-D matrices (n_embd 256 and expert_ff 256 so the
+# 256-element K-quant blocks fit every input width they are used for).
+KQUANT_TYPES = {"output": "Q2_K", "attn_out": "IQ2_XXS", "shared": "Q4_K", "attn": "MXFP4", "compressor": "BF16",
+                "indexer": "Q4_0", "router": "F32", "hc": "BF16", "experts": "Q4_0", "embed": "BF16"}
+ROCMFP_TYPES = {"output": "Q2_0_ROCMFP2", "attn_out": "Q3_0_ROCMFPX", "shared": "Q4_0_ROCMFP4",
+                "attn": "Q6_0_ROCMFPX", "compressor": "Q8_0_ROCMFPX", "indexer": "Q4_0_ROCMFP4_FAST",
+                "router": "F16", "hc": "F16", "experts": "Q4_0", "embed": "F16"}
+
+
 def _model(which: str) -> Path:
     """synth-tiny: the engine tests' tiny model (Q8_0/F16 matrices, Q4_0 experts, widths 64).
     synth-q8f16: every matrix Q8_0 or F16 and n_embd 1024, so reductions run to 4096 (the HC
-    mix is 4 x n_embd wide). DS4KIT_GPU_SEAM_SMALL=1: vocabularies of 512 rows, n_embd 256."""
+    mix is 4 x n_embd wide). synth-kquant, synth-rocmfp: the other types, n_embd 256.
+    DS4KIT_GPU_SEAM_SMALL=1: vocabularies of 512 rows, n_embd 256."""
     if which == "synth-tiny":
         if _small():
             return _synth("gpu-tiny-v512", 3, vocab_size=512)
         if _have_tokenizer_data():
             return synth_tiny_path()
         return _synth(f"gpu-tiny-v{LARGE_SHAPE_ONLY_VOCAB}", 3, vocab_size=LARGE_SHAPE_ONLY_VOCAB)
+    if which in ("synth-kquant", "synth-rocmfp"):
+        types = KQUANT_TYPES if which == "synth-kquant" else ROCMFP_TYPES
+        return _synth(f"gpu-{which}-v512", 6, types, n_embd=256, expert_ff=256, q_lora_rank=128, o_lora_rank=64,
+                      head_dim=128, n_rot=32, o_groups=4, n_head=8, vocab_size=512)
     embd, vocab = (256, 512) if _small() else (1024, LARGE_SHAPE_ONLY_VOCAB)
     return _synth(f"gpu-q8f16-e{embd}-v{vocab}", 5, Q8_F16_TYPES, n_embd=embd, vocab_size=vocab)
 
@@ -146,7 +155,7 @@ def _finite(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)
 
 
-@pytest.mark.parametrize("which", ["synth-tiny", "synth-q8f16"])
+@pytest.mark.parametrize("which", ["synth-tiny", "synth-q8f16", "synth-kquant", "synth-rocmfp"])
 def test_gpu_matches_cpu_through_the_seam(gpu, which):
     path = _model(which)
     recs = _engine.compare_backends(str(path), "cpu", gpu, seed=11)
@@ -155,9 +164,12 @@ def test_gpu_matches_cpu_through_the_seam(gpu, which):
                                                for r in recs]
     _write_report()
 
-    # Coverage: both matrix types at every width, norms with and without a weight.
+    # Coverage: the model's matrix types at every width, norms with and without a weight.
     seen = {(r["op"], r["type"], r["ncols"]) for r in recs if r["op"] == "matmul"}
-    for t in ("Q8_0", "F16"):
+    want_types = {"synth-kquant": ("Q2_K", "IQ2_XXS", "Q4_K", "MXFP4", "BF16", "Q4_0", "F32"),
+                  "synth-rocmfp": ("Q2_0_ROCMFP2", "Q3_0_ROCMFPX", "Q4_0_ROCMFP4", "Q6_0_ROCMFPX", "Q8_0_ROCMFPX",
+                                   "Q4_0_ROCMFP4_FAST")}.get(which, ("Q8_0", "F16"))
+    for t in want_types:
         assert all(("matmul", t, c) in seen for c in range(1, 9)), f"no {t} matmul at some ncols in {which}"
     assert any(r["op"] == "rms_norm" and r["tensor"] for r in recs)
     assert any(r["op"] == "rms_norm" and not r["tensor"] for r in recs)
@@ -173,21 +185,18 @@ def test_gpu_matches_cpu_through_the_seam(gpu, which):
     assert not bad, f"{len(bad)} of {len(recs)} records fail:\n" + "\n".join(bad[:40])
 
 
-def test_unsupported_operation_names_itself(gpu):
-    """The model loads on the GPU (its weights bind); the first operation the backend lacks
-    raises UnsupportedError naming the operation and the backend, never a silent CPU fallback."""
+def test_whole_forward_runs_on_the_gpu(gpu):
+    """Every operation of the seam exists on the GPU: a model binds, prefills and decodes there
+    (tests/gpu/test_gpu_forward.py checks the logits); a session's state lives on the GPU."""
     path = _model("synth-tiny")
     m = _engine.Model(str(path), threads=0, backend=gpu)
     assert m.backend_kind == gpu and m.backend.startswith(gpu + "(")
-    with pytest.raises(_engine.UnsupportedError) as ei:
-        s = m.session(64)
-        s.prefill([1, 2, 3])
-    msg = str(ei.value)
-    _REPORT["unsupported_probe"] = msg
+    s = m.session(64)
+    last = s.prefill([1, 2, 3, 4, 5], "batched")
+    assert last.shape == (m.hparams["n_vocab"],) and all(map(math.isfinite, last[:100].tolist()))
+    assert s.pos == 5 and s.state_bytes > 0
+    _REPORT["whole_forward_probe"] = f"prefill of 5 tokens on {m.backend}: ok"
     _write_report()
-    found = re.search(r"gpu backend \((\w+)\): operation '(\w+)' is not implemented yet", msg)
-    assert found, msg
-    assert found.group(1) == gpu and found.group(2) in _BACKEND_OPS, msg
 
 
 def test_gpu_status_is_reported():

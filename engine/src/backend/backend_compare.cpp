@@ -208,8 +208,10 @@ void elementwise_cases(Ctx& c) {
     }
 }
 
+// Every type the engine has kernels for (the GPU backend decodes each of them).
 bool b_matmul_type(uint32_t type) {
-    return type == (uint32_t)QType::F32 || type == (uint32_t)QType::F16 || type == (uint32_t)QType::Q8_0;
+    const QTypeTraits* t = qtype_traits(type);
+    return t && t->kernels;
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 // Cases, each with fresh random inputs (never zeros) and outputs poisoned with a
 // NaN pattern before the run, so a value the backend never wrote, or one written
 // outside its range, is reported rather than compared:
-//   matmul    every 2-D weight of a type B computes (F32, F16, Q8_0), all rows for
+//   matmul    every 2-D weight of a type the engine has kernels for, all rows for
 //             ncols = 1..8 and a few row ranges; padded strides on odd cases.
 //   rms_norm  with each norm vector of the model as weight, and unweighted, for
 //             1, 3 and 8 rows.
