@@ -13,6 +13,11 @@
 //   rms_norm  with each norm vector of the model as weight, and unweighted, for
 //             1, 3 and 8 rows.
 //   scale, copy  one case each (both must be exact).
+//   embed, rope_tail (plain and inverse, two layers' RoPE), fp8_kv_round_trip,
+//             indexer_transform (with and without FP4), hc_pre (u and split, each token
+//             bitwise as computed alone), hc_post, hc_head, hc_mean, route (a hash layer and a
+//             biased one: the experts must be the same, the weights are compared), moe (the last
+//             layer, each token bitwise as computed alone): backend_compare_ops.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,7 +26,7 @@
 namespace ds4 {
 
 struct CompareRecord {
-    std::string op;      // "matmul", "rms_norm", "scale", "copy"
+    std::string op;      // "matmul", "rms_norm", "scale", "copy", or the other operation's name
     std::string tensor;  // the weight ("" for none)
     std::string type;    // its ggml type name ("F32" for an unweighted op)
     int ncols = 0;       // columns (matmul) or rows normalised together (rms_norm)
