@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_compare_detail.h"
 #include "model/ds4_model.h"
 #include "quant/quant_types.h"
 
@@ -16,86 +17,8 @@ namespace ds4 {
 
 namespace {
 
-constexpr uint32_t kPoison = 0x7fa5a5a5u;  // a NaN no kernel computes: "never written"
+using namespace compare_detail;
 constexpr int kMaxCols = 8;
-
-bool is_poison(float v) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    return u == kPoison;
-}
-
-float poison() {
-    float f;
-    std::memcpy(&f, &kPoison, 4);
-    return f;
-}
-
-std::string type_name(uint32_t type) {
-    const QTypeTraits* t = qtype_traits(type);
-    return t ? t->name : "type " + std::to_string(type);
-}
-
-// Inputs: normal values at a per-case magnitude, fresh for every case.
-std::vector<float> random_input(std::mt19937_64& rng, size_t n) {
-    std::normal_distribution<double> nd;
-    std::uniform_real_distribution<double> mag(-3.0, 3.0);
-    const double s = std::pow(10.0, mag(rng) / 3.0);  // 0.1 .. 10
-    std::vector<float> x(n);
-    for (float& v : x) {
-        v = (float)(nd(rng) * s);
-        if (v == 0.0f) v = 1.0f;
-    }
-    return x;
-}
-
-// The full seam on one backend: alloc, upload input and poisoned output, op, download,
-// synchronize. `op` enqueues the operation on (input, output) device pointers.
-template <class Op>
-std::vector<float> through_seam(Backend& be, const std::vector<float>& in, size_t out_n, Op op) {
-    auto bin = be.alloc(in.size() * sizeof(float));
-    auto bout = be.alloc(out_n * sizeof(float));
-    std::vector<float> out(out_n, poison());
-    be.upload(bin->as<float>(), in.data(), (int64_t)in.size());
-    be.upload(bout->as<float>(), out.data(), (int64_t)out_n);
-    op(bin->as<float>(), bout->as<float>());
-    be.download(out.data(), Dev<const float>(bout->as<float>()), (int64_t)out_n);
-    be.synchronize();
-    return out;
-}
-
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
-
-// Compares B against A over the entries `in_range` marks; entries outside must stay poisoned
-// in both. Fills nerr, maxabs and note.
-template <class InRange>
-void measure(const std::vector<float>& a, const std::vector<float>& b, InRange in_range, CompareRecord& rec) {
-    double num = 0.0, den = 0.0, maxabs = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (!in_range(i)) {
-            if (!is_poison(a[i]) || !is_poison(b[i])) {
-                rec.note = std::string(is_poison(b[i]) ? "backend A" : "backend B") + " wrote outside its output at " +
-                           std::to_string(i);
-                rec.nerr = INFINITY;
-                return;
-            }
-            continue;
-        }
-        if (is_poison(a[i]) || is_poison(b[i])) {
-            rec.note = std::string(is_poison(b[i]) ? "backend B" : "backend A") + " left output " + std::to_string(i) +
-                       " unwritten";
-            rec.nerr = INFINITY;
-            return;
-        }
-        const double d = (double)b[i] - (double)a[i];
-        num += d * d;
-        den += (double)a[i] * (double)a[i];
-        if (!(std::fabs(d) <= maxabs)) maxabs = std::fabs(d);  // a NaN difference sticks
-    }
-    rec.maxabs = maxabs;
-    rec.nerr = den > 0.0 ? std::sqrt(num / den) : (num > 0.0 ? INFINITY : 0.0);
-    if (std::isnan(maxabs)) rec.nerr = NAN;
-}
 
 struct Ctx {
     Ctx(Backend& a_, Backend& b_, uint64_t seed_) : a(a_), b(b_), seed(seed_) {}
@@ -208,8 +131,10 @@ void elementwise_cases(Ctx& c) {
     }
 }
 
+// Every type the engine has kernels for (the GPU backend decodes each of them).
 bool b_matmul_type(uint32_t type) {
-    return type == (uint32_t)QType::F32 || type == (uint32_t)QType::F16 || type == (uint32_t)QType::Q8_0;
+    const QTypeTraits* t = qtype_traits(type);
+    return t && t->kernels;
 }
 
 }  // namespace
@@ -250,6 +175,7 @@ std::vector<CompareRecord> compare_backends(const std::string& model_path, const
         for (int64_t n_rows : {1, 3, 8}) rms_norm_case(c, nullptr, n, n_rows);
     }
     elementwise_cases(c);
+    compare_model_ops(*a, *b, model, seed, c.out);
     return c.out;
 }
 

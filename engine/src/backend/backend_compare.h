@@ -8,11 +8,16 @@
 // Cases, each with fresh random inputs (never zeros) and outputs poisoned with a
 // NaN pattern before the run, so a value the backend never wrote, or one written
 // outside its range, is reported rather than compared:
-//   matmul    every 2-D weight of a type B computes (F32, F16, Q8_0), all rows for
+//   matmul    every 2-D weight of a type the engine has kernels for, all rows for
 //             ncols = 1..8 and a few row ranges; padded strides on odd cases.
 //   rms_norm  with each norm vector of the model as weight, and unweighted, for
 //             1, 3 and 8 rows.
 //   scale, copy  one case each (both must be exact).
+//   embed, rope_tail (plain and inverse, two layers' RoPE), fp8_kv_round_trip,
+//             indexer_transform (with and without FP4), hc_pre (u and split, each token
+//             bitwise as computed alone), hc_post, hc_head, hc_mean, route (a hash layer and a
+//             biased one: the experts must be the same, the weights are compared), moe (the last
+//             layer, each token bitwise as computed alone): backend_compare_ops.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,7 +26,7 @@
 namespace ds4 {
 
 struct CompareRecord {
-    std::string op;      // "matmul", "rms_norm", "scale", "copy"
+    std::string op;      // "matmul", "rms_norm", "scale", "copy", or the other operation's name
     std::string tensor;  // the weight ("" for none)
     std::string type;    // its ggml type name ("F32" for an unweighted op)
     int ncols = 0;       // columns (matmul) or rows normalised together (rms_norm)

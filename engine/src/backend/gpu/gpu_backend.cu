@@ -1,31 +1,32 @@
 // GpuBackend: ds4::Backend on one CUDA or HIP device (device 0), one stream. Host code
 // only: memory, the weight table, argument checks and kernel launches (gpu_kernels.h).
 // Operations are enqueued on the stream in issue order; upload, download and the kernels
-// are asynchronous and synchronize() waits for all of them. Every operation this
-// backend does not have yet throws UnsupportedError naming it (no silent CPU fallback).
+// are asynchronous and synchronize() waits for all of them. Every operation of the seam is
+// here; a weight type without a kernel throws UnsupportedError naming the operation and
+// the tensor (no silent CPU fallback).
 //
 // Threads: calls from several host threads (two sessions) enqueue on the one stream,
 // which the runtime allows; each session's calls stay in its own issue order.
 #include "backend/gpu/gpu_compat.h"
 
 #if DS4_GPU_HOST_CODE
+#include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backend/gpu/gpu_backend.h"
 #include "backend/gpu/gpu_kernels.h"
 #include "backend/gpu/gpu_runtime.h"
+#include "backend/gpu/gpu_seq_state.h"
 #include "backend/gpu/gpu_weights.h"
+#include "quant/iq2xxs_grid.h"
 
 namespace ds4 {
 
 namespace {
 
-constexpr uint32_t kTypeF32 = 0, kTypeF16 = 1, kTypeQ8_0 = 8;
-
-[[noreturn]] void not_implemented(const char* op) {
-    throw UnsupportedError(DS4_GPU_WHO ": operation '" + std::string(op) + "' is not implemented yet");
-}
+constexpr uint32_t kTypeI32 = 26;
 
 std::string kind_upper() { return DS4_GPU_KIND_NAME[0] == 'c' ? "CUDA" : "HIP"; }
 
@@ -57,9 +58,20 @@ public:
 #endif
         name_ += ")";
         DS4_GPU_CHECK(StreamCreateWithFlags, &stream_, ds4GpuStreamNonBlocking);
+        // The IQ2_XXS codebook and the fault word live on the device for the kernels.
+        auto g = alloc(sizeof(kIq2xxsGrid));
+        DS4_GPU_CHECK(Memcpy, g->data(), kIq2xxsGrid, sizeof(kIq2xxsGrid), ds4GpuMemcpyHostToDevice);
+        grid_buf_ = std::move(g);
+        grid_ = Dev<const uint64_t>(static_cast<const uint64_t*>(grid_buf_->data()));
+        fault_buf_ = alloc(sizeof(int));
+        DS4_GPU_CHECK(Memset, fault_buf_->data(), 0, sizeof(int));
+        fault_ = Dev<int>(static_cast<int*>(fault_buf_->data()));
     }
     ~GpuBackend() override {
         weights_.reset();  // frees device memory; the runtime waits for pending work
+        for (auto& b : scratch_) b.reset();
+        grid_buf_.reset();
+        fault_buf_.reset();
         if (stream_) (void)DS4_GPU_RT(StreamDestroy)(stream_);
     }
 
@@ -86,7 +98,22 @@ public:
         check_ptrs("download", dst, src);
         DS4_GPU_CHECK(MemcpyAsync, dst, src, bytes, ds4GpuMemcpyDeviceToHost, stream_);
     }
-    void synchronize() override { DS4_GPU_CHECK(StreamSynchronize, stream_); }
+    // Waits for the stream, then reports an invalid input a kernel met since the last call
+    // (the fault word: 1 embed token id, 2 hash-routing token id, 3 expert id).
+    void synchronize() override {
+        synchronize_stream();
+        int code = 0;
+        DS4_GPU_CHECK(Memcpy, &code, fault_.get(), sizeof(int), ds4GpuMemcpyDeviceToHost);
+        if (code == 0) return;
+        DS4_GPU_CHECK(Memset, fault_.get(), 0, sizeof(int));
+        const std::string who = code >= 1 && code <= 3 ? fault_names_[code] : std::string("?");
+        switch (code) {
+            case 1: throw ArgumentError(DS4_GPU_WHO ": embed: a token id outside tensor '" + who + "'");
+            case 2: throw ArgumentError(DS4_GPU_WHO ": route: a token id outside tensor '" + who + "'");
+            case 3: throw ArgumentError(DS4_GPU_WHO ": moe: an expert id outside the experts of '" + who + "'");
+            default: throw ArgumentError(DS4_GPU_WHO ": a kernel reported fault code " + std::to_string(code));
+        }
+    }
 
     void bind_weights(const WeightTable& table) override {
         auto store = std::make_unique<gpu::WeightStore>();
@@ -94,7 +121,7 @@ public:
         weights_ = std::move(store);
     }
 
-    // ---- What this backend computes ----
+    // ---- Dense operations ----
     void matmul(const WeightView& W, int64_t row0, int64_t n_rows, Dev<const float> X, int64_t ldx, int ncols,
                 Dev<float> Y, int64_t ldy) override {
         if (row0 < 0 || n_rows < 0 || row0 + n_rows > W.n_rows()) {
@@ -109,38 +136,21 @@ public:
                                 std::to_string(W.n_in()) + " in, " + std::to_string(n_rows) + " out)");
         }
         if (n_rows == 0 || ncols == 0) return;
-        gpu::RowFormat fmt;
-        switch (W.type) {
-            case kTypeF32: fmt = gpu::RowFormat::F32; break;
-            case kTypeF16: fmt = gpu::RowFormat::F16; break;
-            case kTypeQ8_0:
-                fmt = gpu::RowFormat::Q8_0;
-                if (W.n_in() % 32 != 0) throw ArgumentError(DS4_GPU_WHO ": matmul: Q8_0 tensor '" + W.name + "' rows are not whole blocks");
-                break;
-            default:
-                throw UnsupportedError(DS4_GPU_WHO ": operation 'matmul' is not implemented yet for tensor '" +
-                                       W.name + "' of ggml type " + std::to_string(W.type) +
-                                       " (this backend has F32, F16 and Q8_0)");
-        }
+        check_matrix_type(W, "matmul");
         const gpu::DeviceWeight& dw = weights().get(W, "matmul");
-        gpu::launch_matmul(fmt, dw.data + (uint64_t)row0 * W.row_bytes, W.row_bytes, W.n_in(), n_rows, X.get(), ldx,
-                           ncols, Y.get(), ldy, stream_);
+        gpu::launch_matmul(W.type, dw.data + (uint64_t)row0 * W.row_bytes, W.row_bytes, W.n_in(), n_rows, X.get(), ldx,
+                           ncols, Y.get(), ldy, grid_.get(), stream_);
     }
 
     void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
                   Dev<float> y) override {
         const float* wf = nullptr;
         if (w) {
-            if (!w->vector || w->n_elements() != n) {
+            if (w->n_elements() != n) {
                 throw ArgumentError(DS4_GPU_WHO ": rms_norm: weight '" + w->name + "' is not a vector view of " +
                                     std::to_string(n) + " values (" + std::to_string(w->n_elements()) + ")");
             }
-            wf = weights().get(*w, "rms_norm").f32;
-            if (!wf) {
-                throw UnsupportedError(DS4_GPU_WHO ": operation 'rms_norm' is not implemented yet for weight '" +
-                                       w->name + "' of ggml type " + std::to_string(w->type) +
-                                       " (float copies are made of F32, F16 and BF16 vectors)");
-            }
+            wf = vecf(*w, "rms_norm");
         }
         gpu::launch_rms_norm(x.get(), wf, n, n_rows, eps, y.get(), stream_);
     }
@@ -153,58 +163,334 @@ public:
                       stream_);
     }
 
-    // ---- Not yet on this backend: each throws naming itself ----
-    void embed(const WeightView&, Dev<const int32_t>, int64_t, int64_t, Dev<float>) override { not_implemented("embed"); }
-    void rope_tail(Dev<float>, int64_t, int64_t, int64_t, int64_t, const RopeSpec&, bool) override {
-        not_implemented("rope_tail");
+    void embed(const WeightView& table, Dev<const int32_t> tokens, int64_t n, int64_t n_copies,
+               Dev<float> X) override {
+        check_matrix_type(table, "embed");
+        const gpu::DeviceWeight& dw = weights().get(table, "embed");
+        fault_names_[1] = table.name;
+        gpu::launch_embed(table.type, dw.data, table.row_bytes, table.n_rows(), table.n_in(), tokens.get(), n,
+                          n_copies, X.get(), grid_.get(), fault_.get(), stream_);
     }
-    void fp8_kv_round_trip(Dev<float>, int64_t, int64_t, int64_t) override { not_implemented("fp8_kv_round_trip"); }
-    void indexer_transform(Dev<float>, int64_t, int64_t, bool) override { not_implemented("indexer_transform"); }
-    void hc_pre(Dev<const float>, int64_t, int64_t, int64_t, const WeightView&, const WeightView&, const WeightView&,
-                int64_t, double, double, Dev<float>, Dev<double>) override {
-        not_implemented("hc_pre");
+
+    void rope_tail(Dev<float> x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
+                   const RopeSpec& spec, bool inverse) override {
+        check_rope(spec, row_len, "rope_tail");
+        gpu::launch_rope_tail(x.get(), n_tokens, rows_per_token, row_len, pos0, spec, inverse, stream_);
     }
-    void hc_post(Dev<const float>, Dev<const float>, int64_t, int64_t, int64_t, Dev<const double>,
-                 Dev<float>) override {
-        not_implemented("hc_post");
+
+    void fp8_kv_round_trip(Dev<float> x, int64_t n_rows, int64_t n, int64_t n_rot) override {
+        gpu::launch_fp8_kv_round_trip(x.get(), n_rows, n, n_rot, stream_);
     }
-    void hc_head(Dev<const float>, int64_t, int64_t, int64_t, const WeightView&, const WeightView&, const WeightView&,
-                 double, double, Dev<float>) override {
-        not_implemented("hc_head");
+
+    void indexer_transform(Dev<float> x, int64_t n_rows, int64_t d, bool fp4) override {
+        gpu::launch_indexer_transform(x.get(), n_rows, d, fp4, stream_);
     }
-    void hc_mean(Dev<const float>, int64_t, int64_t, int64_t, Dev<float>, int64_t) override {
-        not_implemented("hc_mean");
+
+    // ---- Hyper-connections: the mix logits through rms_norm + matmul (tokens as columns) ----
+    void hc_pre(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                const WeightView& scale_w, const WeightView& base_w, int64_t iters, double hc_eps, double rms_eps,
+                Dev<float> u, Dev<double> split) override {
+        if (n_tokens <= 0) return;
+        std::lock_guard<std::mutex> lock(scratch_mu_);
+        const float* mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, rms_eps);
+        gpu::launch_hc_pre_split(mix, X.get(), n_tokens, n_hc, E, fn.n_rows(), vecf(scale_w, "hc_pre"),
+                                 vecf(base_w, "hc_pre"), iters, hc_eps, u.get(), split.get(), stream_);
     }
-    void route(Dev<const float>, Dev<const int32_t>, int64_t, const RouteParams&, Dev<int32_t>, Dev<float>) override {
-        not_implemented("route");
+
+    void hc_post(Dev<const float> y, Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E,
+                 Dev<const double> split, Dev<float> X_out) override {
+        gpu::launch_hc_post(y.get(), X.get(), n_tokens, n_hc, E, split.get(), X_out.get(), stream_);
     }
-    void moe(const MoeWeights&, Dev<const float>, int64_t, Dev<const int32_t>, Dev<const float>, int64_t, double,
-             double, Dev<float>) override {
-        not_implemented("moe");
+
+    void hc_head(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                 const WeightView& scale_w, const WeightView& base_w, double hc_eps, double rms_eps,
+                 Dev<float> e) override {
+        if (n_tokens <= 0) return;
+        std::lock_guard<std::mutex> lock(scratch_mu_);
+        const float* mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, rms_eps);
+        gpu::launch_hc_head_collapse(mix, X.get(), n_tokens, n_hc, E, vecf(scale_w, "hc_head"), vecf(base_w, "hc_head"),
+                                     hc_eps, e.get(), stream_);
     }
-    std::unique_ptr<SeqState> new_seq_state(const SeqShape&) override { not_implemented("new_seq_state"); }
-    std::unique_ptr<SeqState> seq_state_from_image(const SeqShape&, const SeqStateImage&) override {
-        not_implemented("seq_state_from_image");
+
+    void hc_mean(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, Dev<float> out,
+                 int64_t ldo) override {
+        gpu::launch_hc_mean(X.get(), n_tokens, n_hc, E, out.get(), ldo, stream_);
     }
-    void kv_store(SeqState&, int64_t, int64_t, int64_t, Dev<const float>) override { not_implemented("kv_store"); }
-    void compress(SeqState&, int64_t, int64_t, int64_t, Dev<const float>, Dev<const float>, int64_t,
-                  const CompressorParams&) override {
-        not_implemented("compress");
+
+    // ---- Mixture of experts ----
+    void route(Dev<const float> logits, Dev<const int32_t> tokens, int64_t n, const RouteParams& rp,
+               Dev<int32_t> experts, Dev<float> weights_out) override {
+        const int32_t* hash = nullptr;
+        int64_t hash_rows = 0, hash_stride = 0;
+        const float* bias = nullptr;
+        if (rp.hash_table) {
+            if (rp.hash_table->type != kTypeI32 || rp.hash_table->n_in() < rp.n_used) {
+                throw ArgumentError(DS4_GPU_WHO ": route: hash table '" + rp.hash_table->name + "' is not an I32 table of " +
+                                    std::to_string(rp.n_used) + " experts per token");
+            }
+            hash = reinterpret_cast<const int32_t*>(weights().get(*rp.hash_table, "route").data);
+            hash_rows = rp.hash_table->n_rows();
+            hash_stride = (int64_t)(rp.hash_table->row_bytes / 4);
+            fault_names_[2] = rp.hash_table->name;
+        } else if (rp.bias) {
+            bias = vecf(*rp.bias, "route");
+        } else {
+            throw ArgumentError(DS4_GPU_WHO ": route: neither a hash table nor a selection bias given");
+        }
+        if (rp.n_used < 1 || rp.n_used > rp.n_expert) {
+            throw ArgumentError(DS4_GPU_WHO ": route: " + std::to_string(rp.n_used) + " experts used of " +
+                                std::to_string(rp.n_expert));
+        }
+        gpu::launch_route(logits.get(), tokens.get(), n, rp.n_expert, rp.n_used, hash, hash_rows, hash_stride, bias,
+                          rp.normalise, rp.scale, experts.get(), weights_out.get(), fault_.get(), stream_);
     }
-    void indexer_select(const SeqState&, int64_t, int64_t, Dev<const float>, Dev<const float>, int64_t, int64_t,
-                        int64_t, int64_t, Dev<int32_t>) override {
-        not_implemented("indexer_select");
+
+    void moe(const MoeWeights& mw, Dev<const float> h, int64_t n_tokens, Dev<const int32_t> experts,
+             Dev<const float> weights_in, int64_t n_used, double clamp, double clamp_shared, Dev<float> y) override {
+        if (n_tokens <= 0) return;
+        gpu::MoeLaunch a;
+        a.exp = moe_mats(mw.gate_exps, mw.up_exps, mw.down_exps);
+        a.sh = moe_mats(mw.gate_shexp, mw.up_shexp, mw.down_shexp);
+        a.n_expert = mw.gate_exps.ne[2];
+        a.n_tokens = n_tokens;
+        a.K = n_used;
+        a.E = mw.down_shexp.n_rows();
+        if (mw.gate_exps.n_in() != a.E || mw.down_exps.ne[1] != a.E || mw.down_exps.n_in() != a.exp.F ||
+            mw.down_shexp.n_in() != a.sh.F || a.n_expert > 65535) {
+            throw ArgumentError(DS4_GPU_WHO ": moe: expert shapes of '" + mw.gate_exps.name + "', '" +
+                                mw.down_exps.name + "' and the shared expert do not fit together");
+        }
+        a.h = h.get();
+        a.experts = experts.get();
+        a.weights = weights_in.get();
+        a.clamp = clamp;
+        a.clamp_shared = clamp_shared;
+        a.y = y.get();
+        a.grid = grid_.get();
+        a.fault = fault_.get();
+        fault_names_[3] = mw.gate_exps.name;
+        std::lock_guard<std::mutex> lock(scratch_mu_);
+        const int64_t P = n_tokens * n_used;
+        a.count = scratch<int32_t>(kSlotMoePlan, 2 * a.n_expert + 2 * P);
+        a.start = a.count + a.n_expert;
+        a.col_of = a.start + a.n_expert;
+        a.tok_of = a.col_of + P;
+        a.act = scratch<float>(kSlotMoeAct, P * a.exp.F + n_tokens * a.sh.F);
+        a.act_sh = a.act + P * a.exp.F;
+        a.out = scratch<float>(kSlotMoeOut, P * a.E + n_tokens * a.E);
+        a.out_sh = a.out + P * a.E;
+        gpu::launch_moe(a, stream_);
     }
-    void attention(const SeqState&, int64_t, int64_t, int64_t, Dev<const float>, int64_t, int64_t, const CompRowView&,
-                   const WeightView&, const RopeSpec&, Dev<float>) override {
-        not_implemented("attention");
+
+    // ---- Sequence state ----
+    std::unique_ptr<SeqState> new_seq_state(const SeqShape& shape) override {
+        return std::make_unique<gpu::GpuSeqState>(shape, stream_);
     }
-    void attention_rows(Dev<const float>, int64_t, int64_t, int64_t, Dev<const float>, int64_t, const WeightView&,
-                        const RopeSpec&, int64_t, Dev<float>) override {
-        not_implemented("attention_rows");
+    std::unique_ptr<SeqState> seq_state_from_image(const SeqShape& shape, const SeqStateImage& image) override {
+        return gpu::GpuSeqState::from_image(shape, image, stream_);
+    }
+
+    void kv_store(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kv) override {
+        gpu::GpuSeqState& S = gpu::gpu_state(st);
+        check_layer(S, il, "kv_store");
+        if (n > S.shape().max_block) {
+            throw ArgumentError(DS4_GPU_WHO ": kv_store: block of " + std::to_string(n) + " tokens exceeds max_block " +
+                                std::to_string(S.shape().max_block));
+        }
+        gpu::launch_kv_store(kv.get(), n, S.shape().head_dim, p0, S.ring_rows, S.layers[(size_t)il].ring.get(),
+                             stream_);
+    }
+
+    void compress(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kappa, Dev<const float> gate,
+                  int64_t ld, const CompressorParams& cp) override {
+        gpu::GpuSeqState& S = gpu::gpu_state(st);
+        check_layer(S, il, "compress");
+        gpu::GpuLayerState& L = S.layers[(size_t)il];
+        const int64_t r = L.ratio;
+        if (!r || (cp.indexer && r != 4)) {
+            throw ArgumentError(DS4_GPU_WHO ": compress: layer " + std::to_string(il) + " (ratio " + std::to_string(r) +
+                                ") has no " + (cp.indexer ? "indexer " : "") + "compressor");
+        }
+        gpu::GpuCompressor& c = cp.indexer ? L.idx_ring : L.comp_ring;
+        int64_t& count = cp.indexer ? L.n_idx : L.n_comp;
+        if (count != p0 / r) {
+            throw ArgumentError(DS4_GPU_WHO ": compress: layer " + std::to_string(il) + " holds " +
+                                std::to_string(count) + " rows, not the " + std::to_string(p0 / r) +
+                                " of position " + std::to_string(p0));
+        }
+        const int64_t Dc = cp.row_dim;
+        if (Dc != (cp.indexer ? S.shape().idx_dim : S.shape().head_dim) || c.width != (r == 4 ? 2 : 1) * Dc) {
+            throw ArgumentError(DS4_GPU_WHO ": compress: row length " + std::to_string(Dc) +
+                                " does not fit layer " + std::to_string(il) + "'s state");
+        }
+        check_rope(*cp.rope, Dc, "compress");
+        gpu::launch_compress_store(kappa.get(), gate.get(), ld, n, p0, c.width, r, vecf(*cp.ape, "compress"), c.rows,
+                                   c.kv.get(), c.score.get(), stream_);
+        const int64_t n_out = (p0 + n) / r - p0 / r;  // windows completing inside the block
+        if (n_out <= 0) return;
+        S.reserve_rows(il, cp.indexer, count + n_out);
+        const int mode = cp.indexer ? (cp.indexer_fp4 ? 3 : 2) : (cp.fp8_kv ? 1 : 0);
+        uint16_t* out = (cp.indexer ? L.idx.get() : L.comp.get()) + count * Dc;
+        gpu::launch_compress_rows((p0 / r + 1) * r - 1, n_out, r, c.window, c.rows, c.width, Dc, c.kv.get(),
+                                  c.score.get(), vecf(*cp.norm, "compress"), cp.rms_eps, *cp.rope, cp.n_rot, mode, out,
+                                  stream_);
+        count += n_out;
+    }
+
+    void indexer_select(const SeqState& st, int64_t il, int64_t p0, Dev<const float> q, Dev<const float> w, int64_t n,
+                        int64_t n_head, int64_t d, int64_t top_k, Dev<int32_t> selected) override {
+        const gpu::GpuSeqState& S = gpu::gpu_state(st);
+        check_layer(S, il, "indexer_select");
+        const gpu::GpuLayerState& L = S.layers[(size_t)il];
+        const int64_t ld = (p0 + n) / 4;  // rows the block's last token sees
+        if (L.ratio != 4 || L.n_idx < ld || d != S.shape().idx_dim) {
+            throw ArgumentError(DS4_GPU_WHO ": indexer_select: layer " + std::to_string(il) + " holds " +
+                                std::to_string(L.n_idx) + " indexer rows of " + std::to_string(S.shape().idx_dim) +
+                                "; tokens at " + std::to_string(p0) + ".." + std::to_string(p0 + n - 1) + " need " +
+                                std::to_string(ld) + " of " + std::to_string(d));
+        }
+        if (n <= 0 || ld <= 0) return;
+        std::lock_guard<std::mutex> lock(scratch_mu_);
+        double* scores = scratch<double>(kSlotScores, n * ld);
+        int32_t* flags = scratch<int32_t>(kSlotFlags, n * ld);
+        gpu::launch_indexer_select(L.idx.get(), p0, q.get(), w.get(), n, n_head, d, top_k, scores, flags, ld,
+                                   selected.get(), stream_);
+    }
+
+    void attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> Q, int64_t n_head,
+                   int64_t D, const CompRowView& comp, const WeightView& sinks, const RopeSpec& rope,
+                   Dev<float> O) override {
+        const gpu::GpuSeqState& S = gpu::gpu_state(st);
+        check_layer(S, il, "attention");
+        const gpu::GpuLayerState& L = S.layers[(size_t)il];
+        if (D != S.shape().head_dim) {
+            throw ArgumentError(DS4_GPU_WHO ": attention: head_dim " + std::to_string(D) + " != the state's " +
+                                std::to_string(S.shape().head_dim));
+        }
+        if (n <= 0) return;
+        check_rope(rope, D, "attention");
+        gpu::AttnKeys k;
+        k.ring = L.ring.get();
+        k.ring_rows = S.ring_rows;
+        k.n_swa = S.shape().n_swa;
+        int64_t most = std::min<int64_t>(S.shape().n_swa, p0 + n);
+        if (comp.ratio) {
+            const int64_t visible = (p0 + n) / comp.ratio;
+            if (comp.ratio != L.ratio || L.n_comp < visible) {
+                throw ArgumentError(DS4_GPU_WHO ": attention: layer " + std::to_string(il) + " holds " +
+                                    std::to_string(L.n_comp) + " compressed rows (ratio " + std::to_string(L.ratio) +
+                                    "); the block needs " + std::to_string(visible) + " (ratio " +
+                                    std::to_string(comp.ratio) + ")");
+            }
+            k.comp = L.comp.get();
+            k.ratio = comp.ratio;
+            k.selected = comp.selected.get();
+            k.top_k = comp.top_k;
+            most += comp.selected ? std::min(visible, comp.top_k) : visible;
+        }
+        std::lock_guard<std::mutex> lock(scratch_mu_);
+        double* scores = scratch<double>(kSlotScores, n * n_head * most);
+        gpu::launch_attention(k, p0, n, Q.get(), n_head, D, vecf(sinks, "attention"), rope, scores, most, O.get(),
+                              stream_);
+    }
+
+    void attention_rows(Dev<const float> Q, int64_t n, int64_t n_head, int64_t D, Dev<const float> K, int64_t T,
+                        const WeightView& sinks, const RopeSpec& rope, int64_t pos0, Dev<float> O) override {
+        if (n <= 0) return;
+        check_rope(rope, D, "attention_rows");
+        gpu::AttnKeys k;
+        k.rows = K.get();
+        k.T = T;
+        std::lock_guard<std::mutex> lock(scratch_mu_);
+        double* scores = scratch<double>(kSlotScores, n * n_head * std::max<int64_t>(T, 1));
+        gpu::launch_attention(k, pos0, n, Q.get(), n_head, D, vecf(sinks, "attention_rows"), rope, scores,
+                              std::max<int64_t>(T, 1), O.get(), stream_);
     }
 
 private:
+    // Scratch buffers by slot, grown as needed (a grow waits for the work that may read the old one).
+    enum Slot { kSlotHcNorm, kSlotHcMix, kSlotMoePlan, kSlotMoeAct, kSlotMoeOut, kSlotScores, kSlotFlags, kSlots };
+    template <class T>
+    T* scratch(Slot slot, int64_t n) {
+        std::unique_ptr<DeviceBuffer>& b = scratch_[slot];
+        const size_t want = (size_t)std::max<int64_t>(n, 1) * sizeof(T);
+        if (!b || b->bytes() < want) {
+            synchronize_stream();
+            b.reset();
+            b = alloc(want + want / 2);
+        }
+        return static_cast<T*>(b->data());
+    }
+
+    // m = fn . N(flatten X) of n tokens, [n][fn.n_rows()] in scratch (caller holds scratch_mu_).
+    const float* hc_mix(const float* X, int64_t n, int64_t n_hc, int64_t E, const WeightView& fn, double rms_eps) {
+        const int64_t F = n_hc * E, n_mix = fn.n_rows();
+        if (fn.n_in() != F) {
+            throw ArgumentError(DS4_GPU_WHO ": hyper-connection mix '" + fn.name + "' takes " + std::to_string(fn.n_in()) +
+                                " values, the streams hold " + std::to_string(F));
+        }
+        check_matrix_type(fn, "hc_pre");
+        float* xn = scratch<float>(kSlotHcNorm, n * F);
+        float* mix = scratch<float>(kSlotHcMix, n * n_mix);
+        gpu::launch_rms_norm(X, nullptr, F, n, rms_eps, xn, stream_);
+        const gpu::DeviceWeight& dw = weights().get(fn, "hc_pre");
+        gpu::launch_matmul(fn.type, dw.data, fn.row_bytes, F, n_mix, xn, F, (int)n, mix, n_mix, grid_.get(), stream_);
+        return mix;
+    }
+
+    gpu::MoeMats moe_mats(const WeightView& gate, const WeightView& up, const WeightView& down) {
+        check_matrix_type(gate, "moe");
+        check_matrix_type(down, "moe");
+        if (gate.type != up.type || gate.ne[1] != up.ne[1] || gate.ne[0] != up.ne[0] || gate.ne[2] != up.ne[2] ||
+            down.ne[2] != gate.ne[2]) {
+            throw UnsupportedError(DS4_GPU_WHO ": operation 'moe' needs '" + gate.name + "' and '" + up.name +
+                                   "' of one type and shape");
+        }
+        gpu::MoeMats m;
+        m.type = gate.type;
+        m.down_type = down.type;
+        m.gate = weights().get(gate, "moe").data;
+        m.up = weights().get(up, "moe").data;
+        m.down = weights().get(down, "moe").data;
+        m.gate_up_row_bytes = gate.row_bytes;
+        m.gate_up_expert_bytes = (uint64_t)gate.ne[1] * gate.row_bytes;
+        m.down_row_bytes = down.row_bytes;
+        m.down_expert_bytes = (uint64_t)down.ne[1] * down.row_bytes;
+        m.F = gate.ne[1];
+        return m;
+    }
+
+    static void check_matrix_type(const WeightView& W, const char* op) {
+        if (!gpu::matmul_type_supported(W.type)) {
+            throw UnsupportedError(DS4_GPU_WHO ": operation '" + std::string(op) + "' is not implemented for tensor '" +
+                                   W.name + "' of ggml type " + std::to_string(W.type));
+        }
+    }
+    static void check_rope(const RopeSpec& spec, int64_t row_len, const char* op) {
+        if (spec.n_rot < 0 || spec.n_rot % 2 || spec.n_rot > row_len || spec.n_rot > gpu::kMaxRotHost) {
+            throw ArgumentError(DS4_GPU_WHO ": " + std::string(op) + ": n_rot " + std::to_string(spec.n_rot) +
+                                " (even, at most the row length " + std::to_string(row_len) + " and " +
+                                std::to_string(gpu::kMaxRotHost) + ")");
+        }
+    }
+    static void check_layer(const gpu::GpuSeqState& S, int64_t il, const char* op) {
+        if (il < 0 || il >= (int64_t)S.layers.size()) {
+            throw ArgumentError(DS4_GPU_WHO ": " + std::string(op) + ": layer " + std::to_string(il) + " outside the " +
+                                std::to_string(S.layers.size()) + " layers of the state");
+        }
+    }
+    // The float copy of a vector view (norms, biases, sinks, HC scale/base, APE).
+    const float* vecf(const WeightView& w, const char* op) const {
+        const float* f = weights().get(w, op).f32;
+        if (!w.vector || !f) {
+            throw UnsupportedError(DS4_GPU_WHO ": operation '" + std::string(op) + "' needs a float copy of '" + w.name +
+                                   "' (a vector view of a type the engine decodes; got type " + std::to_string(w.type) + ")");
+        }
+        return f;
+    }
+
+    void synchronize_stream() { DS4_GPU_CHECK(StreamSynchronize, stream_); }
+
     const gpu::WeightStore& weights() const {
         if (!weights_) throw ArgumentError(DS4_GPU_WHO ": no weights bound (bind_weights is called once per model)");
         return *weights_;
@@ -216,6 +502,12 @@ private:
     std::string name_;
     ds4_gpu_stream_t stream_ = nullptr;
     std::unique_ptr<gpu::WeightStore> weights_;
+    std::unique_ptr<DeviceBuffer> scratch_[kSlots];
+    std::mutex scratch_mu_;  // one op's scratch stays its own until its kernels are enqueued
+    std::unique_ptr<DeviceBuffer> grid_buf_, fault_buf_;
+    Dev<const uint64_t> grid_;
+    Dev<int> fault_;
+    std::string fault_names_[4];  // the tensor each fault code refers to
 };
 
 }  // namespace

@@ -1,9 +1,8 @@
 // The GPU backend's factory, in plain C++ (no CUDA/HIP types), for
 // backend_registry.cpp. Only built with DS4KIT_GPU=cuda|hip (ds4core then defines
 // DS4KIT_HAVE_GPU=1 and DS4KIT_GPU_KIND). The backend itself (gpu_backend.cu)
-// implements memory, weights, matmul (F32, F16, Q8_0), rms_norm, scale and copy;
-// every other operation throws UnsupportedError naming it, never falling back to
-// the CPU.
+// implements every operation of the seam; a weight type it has no kernel for throws
+// UnsupportedError naming the operation and tensor, never falling back to the CPU.
 #pragma once
 #include <memory>
 #include <string>

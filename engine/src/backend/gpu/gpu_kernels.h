@@ -1,28 +1,113 @@
 // Host launchers of the GPU backend's kernels, in plain C++ types (the stream is the
 // runtime's stream handle as void*). Each enqueues on the stream and throws a ds4 error
 // naming the kernel if the launch fails; arguments are checked by the caller
-// (GpuBackend), which knows the tensor names. Pointers are device addresses.
+// (GpuBackend), which knows the tensor names. Pointers are device addresses. `fault` is a
+// device word a kernel sets to a nonzero code when its input is invalid (a token or expert
+// id out of range); the backend reads it at synchronize() (gpu_backend.cu lists the codes).
 #pragma once
 #include <cstdint>
+
+#include "core/rope_spec.h"
 
 namespace ds4 {
 namespace gpu {
 
-// The weight row formats the matmul kernels read (ggml layouts).
-enum class RowFormat { F32, F16, Q8_0 };
+constexpr int64_t kMaxRotHost = 256;  // RoPE dims the kernels' angle tables hold (gpu_math.h kMaxRot)
 
+// ---- gpu_matmul.cu ----
+// Whether the matrix kernels decode ggml type `type` (gpu_dot.h's list).
+bool matmul_type_supported(uint32_t type);
 // Y[c * ldy + r] = W_row(r) . X[c * ldx .. + n_in) for r < n_rows, c < ncols, where row r
 // starts at W + r * row_bytes. Float accumulation; every column is reduced exactly as it
-// would be with ncols = 1 (gpu_matmul.cu says how).
-void launch_matmul(RowFormat fmt, const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, const float* X,
-                   int64_t ldx, int ncols, float* Y, int64_t ldy, void* stream);
+// would be with ncols = 1 (gpu_dot.h says how). grid: the IQ2_XXS codebook on the device.
+void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows,
+                   const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, void* stream);
 
+// ---- gpu_norm.cu ----
 // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted) for n_rows rows of n;
 // the sum of squares in double, in a fixed order. y may equal x.
 void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y, void* stream);
-
 // x[k] = (float)(x[k] * s) for k < n (the product in double, as the CPU backend).
 void launch_scale(float* x, int64_t n, double s, void* stream);
+
+// ---- gpu_ops.cu ----
+void launch_embed(uint32_t type, const uint8_t* table, uint64_t row_bytes, int64_t n_table, int64_t E,
+                  const int32_t* tokens, int64_t n, int64_t n_copies, float* X, const uint64_t* grid, int* fault,
+                  void* s);
+void launch_rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
+                      const RopeSpec& spec, bool inverse, void* s);
+void launch_fp8_kv_round_trip(float* x, int64_t n_rows, int64_t n, int64_t n_rot, void* s);
+void launch_indexer_transform(float* x, int64_t n_rows, int64_t d, bool fp4, void* s);
+void launch_hc_post(const float* y, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, const double* split,
+                    float* X_out, void* s);
+void launch_hc_mean(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, float* out, int64_t ldo, void* s);
+void launch_fill(float* x, int64_t n, float v, void* s);
+// hash: [hash_rows][hash_stride] expert ids (hash layers) or null (then bias selects).
+void launch_route(const float* logits, const int32_t* tokens, int64_t n, int64_t n_expert, int64_t K,
+                  const int32_t* hash, int64_t hash_rows, int64_t hash_stride, const float* bias, bool normalise,
+                  double scale, int32_t* experts, float* weights, int* fault, void* s);
+
+// ---- gpu_hc.cu ---- (mix: [n_tokens][n_mix] logits, from rms_norm + matmul)
+void launch_hc_pre_split(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, int64_t n_mix,
+                         const float* scale, const float* base, int64_t iters, double hc_eps, float* u, double* split,
+                         void* s);
+void launch_hc_head_collapse(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E,
+                             const float* scale, const float* base, double hc_eps, float* e, void* s);
+
+// ---- gpu_moe.cu ----
+struct MoeMats {
+    uint32_t type = 0, down_type = 0;  // gate/up, down
+    const uint8_t *gate = nullptr, *up = nullptr, *down = nullptr;
+    uint64_t gate_up_row_bytes = 0, gate_up_expert_bytes = 0, down_row_bytes = 0, down_expert_bytes = 0;
+    int64_t F = 0;  // gate/up rows
+};
+struct MoeLaunch {
+    MoeMats exp, sh;
+    int64_t n_expert = 0, n_tokens = 0, K = 0, E = 0;
+    const float* h = nullptr;
+    const int32_t* experts = nullptr;
+    const float* weights = nullptr;
+    double clamp = 0, clamp_shared = 0;
+    float* y = nullptr;
+    // Scratch: count/start [n_expert], col_of/tok_of [n_tokens * K], act [n_tokens * K * F],
+    // act_sh [n_tokens * sh.F], out [n_tokens * K * E], out_sh [n_tokens * E].
+    int32_t *count = nullptr, *start = nullptr, *col_of = nullptr, *tok_of = nullptr;
+    float *act = nullptr, *act_sh = nullptr, *out = nullptr, *out_sh = nullptr;
+    const uint64_t* grid = nullptr;
+    int* fault = nullptr;
+};
+void launch_moe(const MoeLaunch& a, void* s);
+
+// ---- gpu_state.cu ----
+void launch_kv_store(const float* kv, int64_t n, int64_t D, int64_t p0, int64_t ring_rows, uint16_t* ring, void* s);
+void launch_compress_store(const float* kappa, const float* gate, int64_t ld, int64_t n, int64_t p0, int64_t W,
+                           int64_t ratio, const float* ape, int64_t rows, float* ring_kv, float* ring_score, void* s);
+// n_out rows for the windows ending at q_first, q_first + ratio, ...; mode 0 none, 1 FP8,
+// 2 Hadamard, 3 Hadamard + FP4. out: the first new row.
+void launch_compress_rows(int64_t q_first, int64_t n_out, int64_t ratio, int64_t window, int64_t rows, int64_t W,
+                          int64_t Dc, const float* ring_kv, const float* ring_score, const float* norm, double eps,
+                          const RopeSpec& rope, int64_t n_rot, int mode, uint16_t* out, void* s);
+void launch_f16_to_f32(const uint16_t* src, float* dst, int64_t n, void* s);
+void launch_f32_to_f16(const float* src, uint16_t* dst, int64_t n, void* s);
+
+// ---- gpu_attention.cu ----
+struct AttnKeys {
+    const uint16_t* ring = nullptr;  // state mode: the layer's window ring (F16) ...
+    int64_t ring_rows = 0, n_swa = 0;
+    const uint16_t* comp = nullptr;  // ... and its compressed rows
+    int64_t ratio = 0;
+    const int32_t* selected = nullptr;
+    int64_t top_k = 0;
+    const float* rows = nullptr;  // rows mode (ring == null): T float rows
+    int64_t T = 0;
+};
+// scores: scratch of n * n_head * ld_scores doubles, ld_scores >= the most keys a token sees.
+void launch_attention(const AttnKeys& k, int64_t p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
+                      const float* sinks, const RopeSpec& rope, double* scores, int64_t ld_scores, float* O, void* s);
+// scores / flags: scratch of n * ld, ld >= the most rows a token sees.
+void launch_indexer_select(const uint16_t* idx_rows, int64_t p0, const float* q, const float* w, int64_t n,
+                           int64_t n_head, int64_t d, int64_t top_k, double* scores, int32_t* flags, int64_t ld,
+                           int32_t* selected, void* s);
 
 }  // namespace gpu
 }  // namespace ds4

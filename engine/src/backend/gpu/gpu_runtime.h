@@ -65,6 +65,7 @@ inline std::string gpu_error_text(ds4_gpu_error_t rc, const char* call, const st
 // fault, UnsupportedError otherwise (no device, driver, out of memory, a kernel fault).
 inline void gpu_check(ds4_gpu_error_t rc, const char* call, const std::string& what = std::string()) {
     if (rc == DS4_GPU_RT(Success)) return;
+    (void)DS4_GPU_RT(GetLastError)();  // clear it, so the next launch check does not report it again
     const std::string msg = DS4_GPU_WHO ": " + gpu_error_text(rc, call, what);
     if (rc == ds4GpuErrorInvalidValue || rc == ds4GpuErrorInvalidDevicePointer ||
         rc == ds4GpuErrorInvalidConfiguration) {

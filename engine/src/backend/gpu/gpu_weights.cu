@@ -9,6 +9,7 @@
 #include "backend/gpu/gpu_runtime.h"
 #include "backend/gpu/gpu_weights.h"
 #include "core/numerics.h"
+#include "quant/dequant_blocks.h"
 
 namespace ds4 {
 namespace gpu {
@@ -16,26 +17,32 @@ namespace gpu {
 namespace {
 
 constexpr uint64_t kAlign = 256;  // every copy starts on a 256-byte boundary
-constexpr uint32_t kTypeF32 = 0, kTypeF16 = 1, kTypeBF16 = 30;
 
 uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-// The model marks its small weight-like tables (WeightView::vector); those in a float
-// format get a float copy (other formats: an error naming the tensor when used).
+// Elements per block of a type block_dequant_for decodes (float types: one per "block").
+int64_t block_elems(uint32_t type) {
+    switch (type) {
+        case 0: case 1: case 30: return 1;
+        case 10: case 12: case 16: return 256;
+        default: return 32;
+    }
+}
+
+// The model marks its small weight-like tables (WeightView::vector); each gets a float copy,
+// decoded as the CPU backend's bind_weights does (dequantize_row: gguf-py's bits), in any
+// type the engine decodes (a synthetic file may quantise an APE table, say).
 bool wants_float_copy(const WeightView& v) {
-    return v.present() && v.vector && (v.type == kTypeF32 || v.type == kTypeF16 || v.type == kTypeBF16);
+    return v.present() && v.vector && block_dequant_for(v.type) != nullptr && v.n_in() % block_elems(v.type) == 0;
 }
 
 std::vector<float> to_floats(const WeightView& v) {
     std::vector<float> out((size_t)v.n_elements());
-    for (int64_t i = 0; i < v.n_elements(); ++i) {
-        if (v.type == kTypeF32) {
-            std::memcpy(&out[(size_t)i], v.data + 4 * i, 4);
-        } else {
-            uint16_t h;
-            std::memcpy(&h, v.data + 2 * i, 2);
-            out[(size_t)i] = v.type == kTypeF16 ? f16_to_f32(h) : num::f32_of((uint32_t)h << 16);
-        }
+    const BlockDequant deq = block_dequant_for(v.type);
+    const int64_t be = block_elems(v.type), nb = v.n_in() / be;
+    const uint64_t bb = v.row_bytes / (uint64_t)nb;
+    for (int64_t r = 0; r < v.n_rows(); ++r) {
+        for (int64_t b = 0; b < nb; ++b) deq(v.row(r) + (uint64_t)b * bb, out.data() + r * v.n_in() + b * be);
     }
     return out;
 }

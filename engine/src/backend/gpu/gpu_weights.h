@@ -19,7 +19,7 @@ namespace gpu {
 struct DeviceWeight {
     const uint8_t* host = nullptr;  // the view's data at bind time (identity check)
     const uint8_t* data = nullptr;  // device copy of its bytes
-    const float* f32 = nullptr;     // device float copy of a vector view (F32/F16/BF16), or null
+    const float* f32 = nullptr;     // device float copy of a vector view (any type the engine decodes), or null
 };
 
 class WeightStore {

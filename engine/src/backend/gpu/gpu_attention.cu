@@ -1,0 +1,203 @@
+// Attention and indexer selection on the GPU over the sequence state (cpu_attention.cpp).
+//
+// attention: one thread block per (token, head). Key t is a window row (F16 in the ring),
+// then a compressed row (F16; all visible ones or the indexer's selection), or, for
+// attention_rows, row t of a float array. Each thread scores whole keys with the CPU's dot
+// (gpu_math.h attn_dot: the same lanes and fmas, exact products); the max over the keys and
+// the sink is order-free; the weights e_t = exp(s_t - max) are summed by thread 0 in key
+// order after exp(sink - max), as the CPU; each output element is fma(e_t, k_t, o) over the
+// keys in order from 0 (attn_kernels.h), divided by the sum, then rotated back. Nothing
+// depends on the other tokens of the call (verify == decode).
+//
+// indexer_select: scores one thread per (token, row), then per token the top_k by rank
+// (rows ranked by score, ties to the lower row) and written in ascending row order.
+#include "backend/gpu/gpu_compat.h"
+#include "backend/gpu/gpu_math.h"
+
+#include <stdint.h>
+
+namespace {
+constexpr int kThreads = 128;
+
+struct Keys {
+    // Sequence-state mode (ring != null): window rows then compressed rows.
+    const uint16_t* ring;
+    int64_t ring_rows, n_swa;
+    const uint16_t* comp;
+    int64_t ratio;
+    const int32_t* selected;
+    int64_t top_k;
+    // Rows mode: T float rows.
+    const float* rows;
+    int64_t T;
+};
+
+struct TokenKeys {
+    const Keys* k;
+    int64_t i, p, w0, nwin, ncomp;
+    __device__ const uint16_t* f16_row(int64_t t, int64_t D) const {
+        if (t < nwin) return k->ring + ((w0 + t) % k->ring_rows) * D;
+        const int64_t c = k->selected ? (int64_t)k->selected[i * k->top_k + (t - nwin)] : t - nwin;
+        return k->comp + c * D;
+    }
+};
+
+__device__ inline TokenKeys token_keys(const Keys& k, int64_t i, int64_t p) {
+    TokenKeys tk{&k, i, p, 0, 0, 0};
+    if (!k.ring) {
+        tk.nwin = k.T;
+        return tk;
+    }
+    tk.w0 = p - k.n_swa + 1 < 0 ? 0 : p - k.n_swa + 1;
+    tk.nwin = p - tk.w0 + 1;
+    if (k.ratio) {
+        const int64_t visible = (p + 1) / k.ratio;
+        tk.ncomp = k.selected ? (visible < k.top_k ? visible : k.top_k) : visible;
+    }
+    return tk;
+}
+}  // namespace
+
+// Block (i * n_head + h). scores: [n * n_head][ld_scores] doubles of scratch.
+extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const float* Q, int64_t n_head, int64_t D,
+                                                const float* sinks, ds4::RopeSpec rope, double* scores,
+                                                int64_t ld_scores, float* O) {
+    __shared__ double cs[ds4::gpu::kRopeShared];
+    __shared__ double red[kThreads];
+    __shared__ double den_s;
+    const int t = (int)ds4_thread_x();
+    const int64_t b = ds4_block_x(), i = b / n_head, h = b % n_head, p = p0 + i;
+    const TokenKeys tk = token_keys(keys, i, p);
+    const int64_t T = tk.nwin + tk.ncomp;
+    const float* q = Q + (i * n_head + h) * D;
+    double* s = scores + b * ld_scores;
+    const double inv_sqrt_d = 1.0 / ds4::num::sqrt_f64((double)D);
+    ds4::gpu::rope_cos_sin_block((double)p, rope, cs);
+    double mx = (double)sinks[h];
+    for (int64_t k = t; k < T; k += kThreads) {
+        double v;
+        if (keys.ring) {
+            const uint16_t* kr = tk.f16_row(k, D);
+            v = ds4::gpu::attn_dot(q, [kr](int64_t j) { return (double)ds4::f16_to_f32(kr[j]); }, D);
+        } else {
+            const float* kr = keys.rows + k * D;
+            v = ds4::gpu::attn_dot(q, [kr](int64_t j) { return (double)kr[j]; }, D);
+        }
+        v *= inv_sqrt_d;
+        s[k] = v;
+        mx = ds4::num::max_f64(mx, v);
+    }
+    red[t] = mx;
+    ds4_sync_block();
+    for (int st = kThreads / 2; st > 0; st >>= 1) {
+        if (t < st) red[t] = ds4::num::max_f64(red[t], red[t + st]);
+        ds4_sync_block();
+    }
+    mx = red[0];
+    for (int64_t k = t; k < T; k += kThreads) s[k] = ::exp(s[k] - mx);
+    ds4_sync_block();
+    if (t == 0) {
+        double den = ::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
+        for (int64_t k = 0; k < T; ++k) den += s[k];
+        den_s = den;
+    }
+    ds4_sync_block();
+    float* o = O + (i * n_head + h) * D;
+    for (int64_t j = t; j < D; j += kThreads) {
+        double acc = 0.0;
+        if (keys.ring) {
+            for (int64_t k = 0; k < T; ++k) acc = __builtin_fma(s[k], (double)ds4::f16_to_f32(tk.f16_row(k, D)[j]), acc);
+        } else {
+            for (int64_t k = 0; k < T; ++k) acc = __builtin_fma(s[k], (double)keys.rows[k * D + j], acc);
+        }
+        o[j] = (float)(acc / den_s);
+    }
+    ds4_sync_block();
+    for (int64_t pi = t; pi < rope.n_rot / 2; pi += kThreads) ds4::gpu::rope_pair(o, D, rope.n_rot, cs, pi, true);
+}
+
+// One thread per (token i, row c) of the rows token i sees, when it sees more than top_k.
+extern "C" __global__ void ds4_indexer_scores_kernel(const uint16_t* idx_rows, int64_t p0, const float* q,
+                                                     const float* w, int64_t n, int64_t n_head, int64_t d,
+                                                     int64_t top_k, double* scores, int64_t ld) {
+    const int64_t i = ds4_block_y();
+    const int64_t c = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
+    const int64_t n_c = (p0 + i + 1) / 4;
+    if (i >= n || n_c <= top_k || c >= n_c) return;
+    const uint16_t* row = idx_rows + c * d;
+    double acc = 0.0;
+    for (int64_t h = 0; h < n_head; ++h) {
+        const double dot = ds4::gpu::attn_dot(q + (i * n_head + h) * d,
+                                              [row](int64_t j) { return (double)ds4::f16_to_f32(row[j]); }, d);
+        acc += (double)w[i * n_head + h] * ds4::num::max_f64(dot, 0.0);
+    }
+    scores[i * ld + c] = acc;
+}
+
+// Block i: selected[i * top_k ..] = the top_k rows (score descending, ties: lower row) in
+// ascending order, or every visible row when there are at most top_k. flags: [n][ld] ints.
+extern "C" __global__ void ds4_indexer_topk_kernel(int64_t p0, int64_t top_k, const double* scores, int32_t* flags,
+                                                   int64_t ld, int32_t* selected) {
+    const int64_t i = ds4_block_x();
+    const int64_t n_c = (p0 + i + 1) / 4;
+    const int t = (int)ds4_thread_x();
+    int32_t* sel = selected + i * top_k;
+    if (n_c <= top_k) {
+        for (int64_t c = t; c < n_c; c += kThreads) sel[c] = (int32_t)c;
+        return;
+    }
+    const double* s = scores + i * ld;
+    int32_t* f = flags + i * ld;
+    for (int64_t c = t; c < n_c; c += kThreads) {
+        int64_t rank = 0;
+        const double v = s[c];
+        for (int64_t o = 0; o < n_c && rank < top_k; ++o) rank += (s[o] > v || (s[o] == v && o < c)) ? 1 : 0;
+        f[c] = rank < top_k ? 1 : 0;
+    }
+    ds4_sync_block();
+    if (t == 0) {
+        int64_t k = 0;
+        for (int64_t c = 0; c < n_c && k < top_k; ++c) {
+            if (f[c]) sel[k++] = (int32_t)c;
+        }
+    }
+}
+
+#if DS4_GPU_HOST_CODE
+#include <string>
+
+#include "backend/gpu/gpu_kernels.h"
+#include "backend/gpu/gpu_runtime.h"
+
+namespace ds4 {
+namespace gpu {
+
+void launch_attention(const AttnKeys& k, int64_t p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
+                      const float* sinks, const RopeSpec& rope, double* scores, int64_t ld_scores, float* O,
+                      void* s) {
+    if (n <= 0 || n_head <= 0) return;
+    if (rope.n_rot > kMaxRot) {
+        throw ArgumentError(DS4_GPU_WHO ": attention: n_rot " + std::to_string(rope.n_rot) + " > " +
+                            std::to_string(kMaxRot));
+    }
+    const Keys keys{k.ring, k.ring_rows, k.n_swa, k.comp, k.ratio, k.selected, k.top_k, k.rows, k.T};
+    ds4_launch(ds4_attention_kernel, dim3((unsigned)(n * n_head)), dim3(kThreads), s, keys, p0, Q, n_head, D, sinks,
+               rope, scores, ld_scores, O);
+    DS4_GPU_CHECK_LAUNCH("ds4_attention_kernel");
+}
+
+void launch_indexer_select(const uint16_t* idx_rows, int64_t p0, const float* q, const float* w, int64_t n,
+                           int64_t n_head, int64_t d, int64_t top_k, double* scores, int32_t* flags, int64_t ld,
+                           int32_t* selected, void* s) {
+    if (n <= 0) return;
+    const unsigned gx = (unsigned)((ld + kThreads - 1) / kThreads);
+    ds4_launch(ds4_indexer_scores_kernel, dim3(gx > 0 ? gx : 1, (unsigned)n), dim3(kThreads), s, idx_rows, p0, q, w, n,
+               n_head, d, top_k, scores, ld);
+    DS4_GPU_CHECK_LAUNCH("ds4_indexer_scores_kernel");
+    ds4_launch(ds4_indexer_topk_kernel, dim3((unsigned)n), dim3(kThreads), s, p0, top_k, scores, flags, ld, selected);
+    DS4_GPU_CHECK_LAUNCH("ds4_indexer_topk_kernel");
+}
+
+}  // namespace gpu
+}  // namespace ds4
+#endif

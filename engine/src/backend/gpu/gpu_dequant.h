@@ -1,0 +1,139 @@
+// Device-side decoding of weight rows, eight consecutive elements at a time, for every
+// type the engine computes with (ggml ids: F32 0, F16 1, Q4_0 2, Q8_0 8, Q2_K 10, Q4_K 12,
+// IQ2_XXS 16, BF16 30, MXFP4 39, ROCmFP 100-104 and 107). A chunk of eight never crosses
+// a block (blocks are 32 or 256 elements).
+//
+// load_chunk<TYPE>(row, k, n, grid, w) fills w[0..8) and returns a factor d: element
+// 8k + j of the row is w[j] * d. Types whose block has one scale (Q8_0, Q4_0, MXFP4)
+// return the scale as d and the integer codes as w, so the dot kernels multiply it once
+// per chunk; the others return d = 1 and w = the element value, decoded with the same
+// float operations as the CPU's dot decoders (quant/dequant_blocks.h, block_dot_decoder_for:
+// Q2_K / Q4_K fuse d*q - m into one fma). Weights therefore match the CPU's bit for bit.
+// `grid` is the IQ2_XXS codebook in device memory (quant/iq2xxs_grid.h, uploaded once).
+#pragma once
+#include <stdint.h>
+
+#include "backend/gpu/gpu_compat.h"
+#include "core/numerics.h"
+#include "quant/rocmfp_codes.h"
+
+namespace ds4 {
+namespace gpu {
+
+constexpr int kChunk = 8;
+
+__device__ inline uint16_t rd16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+__device__ inline uint32_t rd32(const uint8_t* p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+__device__ inline float h2f(const uint8_t* p) { return ds4::f16_to_f32(rd16(p)); }
+
+// MXFP4's shared exponent as 2^(x-127) / 2 (its code values are doubled E2M1).
+__device__ inline float e8m0_half(uint8_t x) {
+    return ds4::num::f32_of(x < 2 ? (0x00200000u << x) : ((uint32_t)(x - 1) << 23));
+}
+// Doubled E2M1 values {0,1,2,3,4,6,8,12}, sign in bit 3.
+__device__ inline float mxfp4_code(uint32_t q) {
+    const int m = (int)(q & 7u);
+    const int mag = m <= 4 ? m : (m == 5 ? 6 : (m == 6 ? 8 : 12));
+    return (float)((q & 8u) ? -mag : mag);
+}
+
+// Q4_K's 6-bit scale and min of sub-block k (0..7) from its 12 packed bytes.
+__device__ inline void q4k_scale_min(const uint8_t* sc, int k, int* scale, int* min) {
+    if (k < 4) {
+        *scale = sc[k] & 63;
+        *min = sc[k + 4] & 63;
+    } else {
+        *scale = (sc[k + 4] & 0x0F) | ((sc[k - 4] >> 6) << 4);
+        *min = (sc[k + 4] >> 4) | ((sc[k] >> 6) << 4);
+    }
+}
+
+template <uint32_t TYPE>
+struct TypeInfo {
+    static constexpr int block = TYPE == 10 || TYPE == 12 || TYPE == 16 ? 256 : (TYPE == 0 || TYPE == 1 || TYPE == 30) ? 1 : 32;
+    static constexpr int bytes = TYPE == 0 ? 4 : TYPE == 1 || TYPE == 30 ? 2 : TYPE == 2 ? 18 : TYPE == 8 ? 34
+                               : TYPE == 10 ? 84 : TYPE == 12 ? 144 : TYPE == 16 ? 66 : TYPE == 39 ? 17
+                               : TYPE == 100 ? 18 : TYPE == 101 ? 17 : TYPE == 102 ? 26 : TYPE == 103 ? 33
+                               : TYPE == 104 ? 14 : TYPE == 107 ? 10 : 0;
+};
+
+template <uint32_t TYPE>
+__device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, const uint64_t* grid, float* w) {
+    const int64_t e0 = k * kChunk;
+    if constexpr (TYPE == 0 || TYPE == 1 || TYPE == 30) {  // float rows: zero past n
+        for (int j = 0; j < kChunk; ++j) {
+            const int64_t e = e0 + j;
+            if (e >= n) {
+                w[j] = 0.0f;
+            } else if constexpr (TYPE == 0) {
+                w[j] = ((const float*)row)[e];
+            } else if constexpr (TYPE == 1) {
+                w[j] = ds4::f16_to_f32(((const uint16_t*)row)[e]);
+            } else {
+                w[j] = ds4::num::f32_of((uint32_t)((const uint16_t*)row)[e] << 16);
+            }
+        }
+        return 1.0f;
+    } else {
+        constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes;
+        const uint8_t* b = row + (e0 / QK) * NB;
+        const int j0 = (int)(e0 % QK);
+        if constexpr (TYPE == 8) {  // Q8_0: { f16 d; int8 qs[32] }
+            for (int j = 0; j < kChunk; ++j) w[j] = (float)(int8_t)b[2 + j0 + j];
+            return h2f(b);
+        } else if constexpr (TYPE == 2) {  // Q4_0: { f16 d; u8 qs[16] }, low nibbles then high
+            for (int j = 0; j < kChunk; ++j) {
+                const int e = j0 + j;
+                w[j] = (float)((int)(e < 16 ? (b[2 + e] & 0x0F) : (b[2 + e - 16] >> 4)) - 8);
+            }
+            return h2f(b);
+        } else if constexpr (TYPE == 39) {  // MXFP4: { u8 e; u8 qs[16] }, nibbles as Q4_0
+            for (int j = 0; j < kChunk; ++j) {
+                const int e = j0 + j;
+                w[j] = mxfp4_code(e < 16 ? (b[1 + e] & 0x0Fu) : (uint32_t)(b[1 + e - 16] >> 4));
+            }
+            return e8m0_half(b[0]);
+        } else if constexpr (TYPE == 10) {  // Q2_K: { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin }
+            const float d = h2f(b + 80), dmin = h2f(b + 82);
+            const int s = j0 / 16;  // a chunk lies in one 16-element sub-block
+            const float dl = d * (float)(b[s] & 0xF), ml = dmin * (float)(b[s] >> 4);
+            for (int j = 0; j < kChunk; ++j) {
+                const int e = j0 + j;
+                const int q = (b[16 + (e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+                w[j] = ds4_fmaf(dl, (float)q, -ml);
+            }
+            return 1.0f;
+        } else if constexpr (TYPE == 12) {  // Q4_K: { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] }
+            const float d = h2f(b), dmin = h2f(b + 2);
+            const int sb = j0 / 32;
+            int sc, m;
+            q4k_scale_min(b + 4, sb, &sc, &m);
+            const float dl = d * (float)sc, ml = dmin * (float)m;
+            const int shift = 4 * (sb & 1);
+            for (int j = 0; j < kChunk; ++j) {
+                const int l = (j0 + j) % 32;
+                w[j] = ds4_fmaf(dl, (float)((b[16 + (sb / 2) * 32 + l] >> shift) & 0x0F), -ml);
+            }
+            return 1.0f;
+        } else if constexpr (TYPE == 16) {  // IQ2_XXS: { f16 d; 8 x (u32 grid bytes, u32 signs/scale) }
+            const int g = j0 / 32, l = (j0 % 32) / 8;  // a chunk is one grid row
+            const uint32_t aux0 = rd32(b + 2 + 8 * g), aux1 = rd32(b + 2 + 8 * g + 4);
+            const float db = h2f(b) * (0.5f + (float)(aux1 >> 28)) * 0.25f;
+            const uint64_t gr = grid[(aux0 >> (8 * l)) & 0xFF];
+            uint32_t si = (aux1 >> (7 * l)) & 127;
+            si |= (uint32_t)(__builtin_popcount(si) & 1) << 7;
+            for (int j = 0; j < kChunk; ++j) {
+                w[j] = db * (float)((gr >> (8 * j)) & 0xFF) * (((si >> j) & 1) ? -1.0f : 1.0f);
+            }
+            return 1.0f;
+        } else {  // ROCmFP 100-104, 107
+            for (int j = 0; j < kChunk; ++j) w[j] = ds4::rocmfp::element(TYPE, b, j0 + j);
+            return 1.0f;
+        }
+    }
+}
+
+}  // namespace gpu
+}  // namespace ds4

@@ -1,0 +1,126 @@
+// Hyper-connection kernels of the GPU backend (cpu_hc.cpp's per-token part; the mix logits
+// m = fn . N(flatten X) come from the backend's rms_norm and matmul, tokens as columns).
+// One thread block per token: thread 0 forms the token's split (sigmoids, Sinkhorn) in
+// double exactly as the CPU writes it, then every thread collapses a share of the E
+// elements, u_k = sum_h w_h X_h[k] in h order in double.
+#include "backend/gpu/gpu_compat.h"
+#include "backend/gpu/gpu_math.h"
+
+#include <stdint.h>
+
+namespace {
+[[maybe_unused]] constexpr int kThreads = 128;  // the launchers' block size (unused in the device pass)
+constexpr int kMaxHc = 16;
+constexpr int kMaxSplit = 2 * kMaxHc + kMaxHc * kMaxHc;
+
+// hc_split_from_mix (cpu_hc.cpp), line for line.
+__device__ void hc_split_from_mix(const float* m, int64_t n, const float* scale, const float* base, int64_t iters,
+                                  double hc_eps, double* split) {
+    double* pre = split;
+    double* post = split + n;
+    double* M = split + 2 * n;
+    for (int64_t i = 0; i < n; ++i) {
+        pre[i] = ds4::gpu::sigmoid((double)scale[0] * m[i] + base[i]) + hc_eps;
+        post[i] = 2.0 * ds4::gpu::sigmoid((double)scale[1] * m[n + i] + base[n + i]);
+    }
+    for (int64_t r = 0; r < n; ++r) {
+        double mx = -INFINITY;
+        for (int64_t c = 0; c < n; ++c) {
+            const int64_t k = 2 * n + r * n + c;
+            M[r * n + c] = (double)scale[2] * m[k] + base[k];
+            mx = ds4::num::max_f64(mx, M[r * n + c]);
+        }
+        double sum = 0.0;
+        for (int64_t c = 0; c < n; ++c) sum += (M[r * n + c] = ::exp(M[r * n + c] - mx));
+        for (int64_t c = 0; c < n; ++c) M[r * n + c] = M[r * n + c] / sum + hc_eps;
+    }
+    for (int64_t it = 0; it < (iters > 1 ? iters : 1); ++it) {
+        if (it > 0) {  // rounds after the first: row normalisation, then column normalisation
+            for (int64_t r = 0; r < n; ++r) {
+                double s = 0.0;
+                for (int64_t c = 0; c < n; ++c) s += M[r * n + c];
+                for (int64_t c = 0; c < n; ++c) M[r * n + c] /= (s + hc_eps);
+            }
+        }
+        for (int64_t c = 0; c < n; ++c) {
+            double s = 0.0;
+            for (int64_t r = 0; r < n; ++r) s += M[r * n + c];
+            for (int64_t r = 0; r < n; ++r) M[r * n + c] /= (s + hc_eps);
+        }
+    }
+}
+
+__device__ void collapse(const double* w, const float* Xt, int64_t n_hc, int64_t E, float* out) {
+    for (int64_t i = ds4_thread_x(); i < E; i += ds4_block_dim_x()) {
+        double acc = 0.0;
+        for (int64_t h = 0; h < n_hc; ++h) acc += w[h] * (double)Xt[h * E + i];
+        out[i] = (float)acc;
+    }
+}
+}  // namespace
+
+extern "C" __global__ void ds4_hc_pre_kernel(const float* mix, const float* X, int64_t n_hc, int64_t E, int64_t n_mix,
+                                             const float* scale, const float* base, int64_t iters, double hc_eps,
+                                             float* u, double* split) {
+    __shared__ double sp[kMaxSplit];
+    const int64_t t = ds4_block_x(), SS = 2 * n_hc + n_hc * n_hc;
+    if (ds4_thread_x() == 0) {
+        hc_split_from_mix(mix + t * n_mix, n_hc, scale, base, iters, hc_eps, sp);
+        for (int64_t k = 0; k < SS; ++k) split[t * SS + k] = sp[k];
+    }
+    ds4_sync_block();
+    collapse(sp, X + t * n_hc * E, n_hc, E, u + t * E);  // pre_h are the first n_hc values
+}
+
+// w_h = sigmoid(m_h * scale0 + base_h) + eps, then the collapse (hc_head).
+extern "C" __global__ void ds4_hc_head_kernel(const float* mix, const float* X, int64_t n_hc, int64_t E,
+                                              const float* scale, const float* base, double hc_eps, float* e) {
+    __shared__ double w[kMaxHc];
+    const int64_t t = ds4_block_x();
+    if (ds4_thread_x() == 0) {
+        for (int64_t h = 0; h < n_hc; ++h) {
+            w[h] = ds4::gpu::sigmoid((double)mix[t * n_hc + h] * scale[0] + base[h]) + hc_eps;
+        }
+    }
+    ds4_sync_block();
+    collapse(w, X + t * n_hc * E, n_hc, E, e + t * E);
+}
+
+#if DS4_GPU_HOST_CODE
+#include <string>
+
+#include "backend/gpu/gpu_kernels.h"
+#include "backend/gpu/gpu_runtime.h"
+
+namespace ds4 {
+namespace gpu {
+
+static void check_hc(int64_t n_hc, const char* op) {
+    if (n_hc < 1 || n_hc > kMaxHc) {
+        throw ArgumentError(DS4_GPU_WHO ": " + std::string(op) + ": " + std::to_string(n_hc) + " streams (1.." +
+                            std::to_string(kMaxHc) + " supported)");
+    }
+}
+
+void launch_hc_pre_split(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, int64_t n_mix,
+                         const float* scale, const float* base, int64_t iters, double hc_eps, float* u, double* split,
+                         void* s) {
+    check_hc(n_hc, "hc_pre");
+    if (n_tokens <= 0) return;
+    ds4_launch(ds4_hc_pre_kernel, dim3((unsigned)n_tokens), dim3(kThreads), s, mix, X, n_hc, E, n_mix, scale, base,
+               iters, hc_eps, u, split);
+    DS4_GPU_CHECK_LAUNCH("ds4_hc_pre_kernel");
+}
+
+void launch_hc_head_collapse(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E,
+                             const float* scale, const float* base, double hc_eps, float* e, void* s) {
+    check_hc(n_hc, "hc_head");
+    if (n_tokens <= 0) return;
+    ds4_launch(ds4_hc_head_kernel, dim3((unsigned)n_tokens), dim3(kThreads), s, mix, X, n_hc, E, scale, base, hc_eps,
+               e);
+    DS4_GPU_CHECK_LAUNCH("ds4_hc_head_kernel");
+}
+
+}  // namespace gpu
+}  // namespace ds4
+#endif

@@ -1,0 +1,90 @@
+// Double-precision libm functions in device code, and the RoPE helpers the kernels share.
+// Include it before core/numerics.h (whose rope_angles calls ::pow, ::log, ::floor, ::ceil).
+//
+// With the CUDA or HIP headers the device math library provides these. The device-only
+// HIP compile check (-nogpuinc, no ROCm) has no device declarations at all, so this header
+// declares device overloads there on ROCm's ocml entry points (clang overloads on __host__ /
+// __device__): the code compiles to gfx1151 assembly; a real HIP build uses ROCm's headers.
+#pragma once
+#include <math.h>
+
+#include "backend/gpu/gpu_compat.h"
+
+#if !DS4_GPU_HAVE_RUNTIME
+// ROCm's device library (ocml) functions, as its headers declare them; -S never links them.
+extern "C" __device__ double __ocml_exp_f64(double);
+extern "C" __device__ double __ocml_log_f64(double);
+extern "C" __device__ double __ocml_log1p_f64(double);
+extern "C" __device__ double __ocml_pow_f64(double, double);
+extern "C" __device__ double __ocml_cos_f64(double);
+extern "C" __device__ double __ocml_sin_f64(double);
+__device__ inline double exp(double x) { return __ocml_exp_f64(x); }
+__device__ inline double log(double x) { return __ocml_log_f64(x); }
+__device__ inline double log1p(double x) { return __ocml_log1p_f64(x); }
+__device__ inline double pow(double a, double b) { return __ocml_pow_f64(a, b); }
+__device__ inline double floor(double x) { return __builtin_floor(x); }
+__device__ inline double ceil(double x) { return __builtin_ceil(x); }
+__device__ inline double cos(double x) { return __ocml_cos_f64(x); }
+__device__ inline double sin(double x) { return __ocml_sin_f64(x); }
+#endif
+
+#include "core/numerics.h"
+
+namespace ds4 {
+namespace gpu {
+
+constexpr int kMaxRot = 256;  // RoPE dims a kernel's shared angle table holds (checked by the launchers)
+constexpr int kRopeShared = kMaxRot + kMaxRot / 2;  // doubles: cos/sin pairs, then the angles
+
+// cs[2i], cs[2i+1] = cos, sin of pair i's angle at pos (n_rot / 2 pairs), as the CPU's
+// cpu_rope_cos_sin: thread 0 computes the angles (core/numerics.h), every thread then a
+// share of the cos/sin. cs is shared memory of kRopeShared doubles; ends with a barrier.
+__device__ inline void rope_cos_sin_block(double pos, const RopeSpec& spec, double* cs) {
+    const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
+    if (t == 0) ds4::rope_angles(pos, spec, cs + kMaxRot);  // angles after the pairs
+    ds4_sync_block();
+    for (int i = t; i < spec.n_rot / 2; i += T) {
+        const double a = cs[kMaxRot + i];
+        cs[2 * i] = ::cos(a);
+        cs[2 * i + 1] = ::sin(a);
+    }
+    ds4_sync_block();
+}
+
+// Rotates pair i of the last n_rot values of a row (cpu_rope_row), in double.
+__device__ inline void rope_pair(float* row, int64_t row_len, int64_t n_rot, const double* cs, int64_t i,
+                                 bool inverse) {
+    float* tail = row + (row_len - n_rot);
+    const double c = cs[2 * i], s = inverse ? -cs[2 * i + 1] : cs[2 * i + 1];
+    const double x0 = tail[2 * i], x1 = tail[2 * i + 1];
+    tail[2 * i] = (float)(x0 * c - x1 * s);
+    tail[2 * i + 1] = (float)(x0 * s + x1 * c);
+}
+
+// Two branches so neither exp overflows (cpu_sigmoid).
+__device__ inline double sigmoid(double x) {
+    if (x >= 0) return 1.0 / (1.0 + ::exp(-x));
+    const double e = ::exp(x);
+    return e / (1.0 + e);
+}
+
+// The CPU's attention/indexer dot (backend/cpu/attn_kernels.h), step for step: element
+// i < n16 goes to lane i % 16 by fma from +0, lanes combine pairwise, the tail follows
+// by fma. q holds float values, so with the key widened exactly every product is exact.
+template <class Key>
+__device__ inline double attn_dot(const float* q, Key key, int64_t n) {
+    const int64_t n16 = n - n % 16;
+    double a[16];
+    for (int l = 0; l < 16; ++l) a[l] = 0.0;
+    for (int64_t i = 0; i < n16; i += 16) {
+        for (int l = 0; l < 16; ++l) a[l] = __builtin_fma((double)q[i + l], key(i + l), a[l]);
+    }
+    double s[4];
+    for (int l = 0; l < 4; ++l) s[l] = (a[l] + a[4 + l]) + (a[8 + l] + a[12 + l]);
+    double r = (s[0] + s[1]) + (s[2] + s[3]);
+    for (int64_t i = n16; i < n; ++i) r = __builtin_fma((double)q[i], key(i), r);
+    return r;
+}
+
+}  // namespace gpu
+}  // namespace ds4
