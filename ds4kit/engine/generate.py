@@ -189,7 +189,7 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
         from ds4kit.engine.speculative import summarize
 
         result.speculation = {**speculation.describe(),
-                              **summarize(state.spec.stats(), state.spec.decisions(), state.spec.policy(), decode_s)}
+                              **summarize(state.spec.stats(), state.spec.decisions(), state.spec.policy())}
         result.spec_decisions = state.spec.decisions()
     return result
 

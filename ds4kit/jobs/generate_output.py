@@ -76,11 +76,12 @@ def spec_summary_md(sp: dict[str, Any] | None) -> str:
         return ""
     acc = sp["acceptance_rate"]
     tpf = sp["tokens_per_forward"]
-    est = sp.get("estimated_speedup_vs_decode")
+    fwd = sp.get("decode_forward_s")
+    ratio = (sp["verify_s"] / sp["steps"]) / fwd if fwd and sp["steps"] else None
     return (f"- speculation: {sp['drafter']} drafter, width {sp['width']}: {sp['accepted']}/{sp['verified']} candidates "
             f"accepted ({'n/a' if acc is None else f'{acc:.1%}'}), {tpf:.2f} tokens per target forward over "
             f"{sp['steps']} steps ({sp['plain_steps']} plain)"
-            + (f", about {est:.2f}x the measured decode cost" if est else "") + "\n")
+            + (f"; a verify cost {ratio:.2f} decode forwards on average" if ratio else "") + "\n")
 
 
 def write_spec_decisions(path: Path, res: GenerationResult) -> None:

@@ -103,8 +103,17 @@ def run(config: IdentityConfig, target: Any, *, say: Callable[[str], None] = say
                     if stop.requested:
                         interrupted = True
                         break
-                    res = runner.run(arm, prompt, max_tokens, ref.tokens, item_seed=n_item)
+                    # Timed without log-probabilities (their cost per token is the probe's, not the
+                    # engine's); an arm that diverges runs again with them for the report.
+                    res = runner.run(arm, prompt, max_tokens, ref.tokens, item_seed=n_item, logprobs=False)
                     div = first_divergence(ref, res)
+                    if div is not None:
+                        again = runner.run(arm, prompt, max_tokens, ref.tokens, item_seed=n_item)
+                        res.top = again.top
+                        div = first_divergence(ref, res)
+                        # The top-k come from that second run: they describe the timed run's tokens
+                        # only if it produced the same ones (a width-dependent engine may not).
+                        div["top_from_rerun"], div["rerun_same_tokens"] = True, again.tokens == res.tokens
                     per_arm[arm.name].append((item, res, div))
                     row = {"key": f"{item['id']}/{arm.name}", "item": item["id"], "arm": arm.name,
                            "warmup": bool(item.get("warmup")), "prompt_tokens": len(prompt), "tokens": res.tokens,

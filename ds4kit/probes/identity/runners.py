@@ -4,8 +4,8 @@
 or the scripted drafter. `SessionArmRunner` drives any session with prefill / decode / verify /
 rewind (llama.cpp in process, or our own session for the tests) through a greedy loop in
 Python: the scripted drafter's candidates verified in one batch per step. Both return the
-tokens, the top-k log-probabilities at every index (what a divergence report shows) and, for
-speculative arms, which step, verify width and row produced each token.
+tokens, with `logprobs` the top-k log-probabilities at every index (what a divergence report
+shows) and, for speculative arms, which step, verify width and row produced each token.
 """
 from __future__ import annotations
 
@@ -61,9 +61,9 @@ class EngineArmRunner:
         return Speculation(self._drafter.proposer, width, "dspark", self._drafter.describe_extra)
 
     def run(self, arm: Arm, prompt: Sequence[int], max_tokens: int, reference: list[int] | None,
-            item_seed: int) -> ArmResult:
+            item_seed: int, logprobs: bool = True) -> ArmResult:
         model = self.target.model
-        cfg = GenerationConfig(max_tokens=max_tokens, temperature=0.0, logprobs=self.top_k,
+        cfg = GenerationConfig(max_tokens=max_tokens, temperature=0.0, logprobs=self.top_k if logprobs else 0,
                                stop_token_ids=(self.eos,) if self.eos is not None else ())
         errors: list[int] = []
         spec = None
@@ -94,7 +94,7 @@ class SessionArmRunner:
         self.open_session, self.top_k, self.eos = open_session, top_k, eos
 
     def run(self, arm: Arm, prompt: Sequence[int], max_tokens: int, reference: list[int] | None,
-            item_seed: int) -> ArmResult:
+            item_seed: int, logprobs: bool = True) -> ArmResult:
         if arm.kind == "dspark":
             raise ValueError("dspark arms run on the embedded engine only")
         s = self.open_session()
@@ -111,7 +111,7 @@ class SessionArmRunner:
 
         def take(tok: int, row: np.ndarray, where: dict[str, int]) -> bool:
             out.append(tok)
-            top.append(top_logprobs(row, self.top_k)[1] if self.top_k else [])
+            top.append(top_logprobs(row, self.top_k)[1] if self.top_k and logprobs else [])
             trace.append(where)
             return tok == self.eos or len(out) >= max_tokens
 
