@@ -90,15 +90,15 @@ def summary_md(r: dict[str, Any]) -> str:
              f"Rule: {r['rule']}.", "",
              "| arm | identical | tok/s | vs target-only | acceptance | tokens/forward | verify cost | ideal | "
              "of ideal | sha256 |", "|---|---|---|---|---|---|---|---|---|---|"]
-    def num(v, fmt):
-        return "n/a" if v is None else format(v, fmt)
+    def num(v, fmt, unit=""):
+        return "n/a" if v is None else format(v, fmt) + unit
 
     for a in r["arms"]:
         sp = a["speculation"] or {}
         lines.append(f"| {a['name']} | {'yes' if a['identical'] else '**no**'} | {num(a['tok_s'], '.2f')} | "
-                     f"{num(a['speedup'], '.2f')}x | {num(sp.get('acceptance_rate'), '.1%')} | "
+                     f"{num(a['speedup'], '.2f', 'x')} | {num(sp.get('acceptance_rate'), '.1%')} | "
                      f"{num(sp.get('tokens_per_forward'), '.2f')} | {num(a.get('verify_cost_ratio'), '.2f')} | "
-                     f"{num(a.get('ideal_speedup'), '.2f')}x | {num(a.get('fraction_of_ideal'), '.0%')} | "
+                     f"{num(a.get('ideal_speedup'), '.2f', 'x')} | {num(a.get('fraction_of_ideal'), '.0%')} | "
                      f"`{a['sha256'][:16]}` |")
     for a in r["arms"]:
         for d in a["divergences"]:
