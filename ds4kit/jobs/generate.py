@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ds4kit.engine.generate import GenerationConfig, GenerationResult, sampling_problem
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
-from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.common import load_target, say_stderr, stop_signals
 from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.jobs.generate_output import (rate, results_dict, summary_md, write_logprobs, write_spec_decisions,
                                          write_token_table)
@@ -179,12 +179,7 @@ def run(config: GenerateConfig, target: Any, *, on_text: Callable[[str], None] |
     prompt = load_prompt(config.prompt, config.prompt_file, config.messages_file, config.system)
     thinking = config.thinking_enabled
     with stop_signals(stop) as stop, start_run("generate", config.out, command=config.command) as run:
-        run.set_target(target.describe())
-        if target.synthetic_model:
-            run.warn("demo-model", f"ran on the built-in synthetic {target.synthetic_model} model (random weights): "
-                     "the text is meaningless")
-        target.load()
-        record_loaded_target(run, target)
+        load_target(run, target, "the text is meaningless")
         ident = target.identity()
         card = resolve_card(ident.path, ident.name, ident.architecture, card_path=config.card_path, announce=False)
         run.set_card(card.to_manifest())

@@ -10,6 +10,7 @@ import pytest
 from ds4kit.engine import Model
 from ds4kit.probes.identity.job import IdentityConfig, run
 from ds4kit.targets.capabilities import Capabilities
+from llama_required import llama_cpp_or_fail
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -132,22 +133,11 @@ def test_a_skewed_batched_verify_is_found_and_located(spec_files, tmp_path):
 
 # -- llama.cpp: batched verify is where it parts from one-token decode ---------------------------
 
-def _llama_cpp():
-    import os
-    try:
-        import llama_cpp
-        return llama_cpp
-    except ImportError as exc:
-        if os.environ.get("DS4KIT_ALLOW_MISSING_LLAMA") == "1":
-            pytest.skip(f"llama_cpp not importable ({exc}); allowed by DS4KIT_ALLOW_MISSING_LLAMA=1")
-        pytest.fail(f"llama_cpp (llama-cpp-python==0.3.36) is not importable: {exc}")
-
-
 @pytest.fixture(scope="module")
 def small_q8_identity(tmp_path_factory):
     from ds4kit.synth import GROUPS, preset, write_target
 
-    _llama_cpp()
+    llama_cpp_or_fail()
     d = tmp_path_factory.mktemp("identity_llama")
     path = d / "small-q8.gguf"
     write_target(path, preset("small"), seed=0, types={g: "Q8_0" for g in GROUPS})
@@ -162,7 +152,7 @@ def independent_greedy(model_path, prompt, n, width):
     """llama-cpp-python's high-level API on its own: plain greedy (one eval per token), and the
     greedy loop that verifies [pending, ref[i+1] .. ref[i+width-1]] in one eval, rewound with
     save_state/load_state."""
-    lc = _llama_cpp()
+    lc = llama_cpp_or_fail()
     llm = lc.Llama(model_path=str(model_path), n_ctx=len(prompt) + n + 16, n_batch=64, n_ubatch=64, n_threads=2,
                    n_threads_batch=2, logits_all=True, verbose=False)
     try:

@@ -27,6 +27,7 @@ from ds4kit.probes.margins.rows import RowResult, summarize, verdict
 from ds4kit.probes.margins.suite import load_suite
 from ds4kit.reports.schema import validate_report
 from ds4kit.synth import GROUPS, preset, write_target
+from llama_required import llama_cpp_or_fail
 
 
 def invoke(*args):
@@ -119,14 +120,6 @@ WIDTHS = (1, 2, 3, 4)
 POSITIONS = 6
 
 
-def llama_cpp_or_fail():
-    try:
-        import llama_cpp
-        return llama_cpp
-    except ImportError as exc:
-        if os.environ.get("DS4KIT_ALLOW_MISSING_LLAMA") == "1":
-            pytest.skip(f"llama_cpp not importable ({exc}); allowed by DS4KIT_ALLOW_MISSING_LLAMA=1")
-        pytest.fail(f"llama_cpp (llama-cpp-python==0.3.36) is not importable: {exc}")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ Fails (does not skip) when llama-cpp-python is missing, unless DS4KIT_ALLOW_MISS
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -17,19 +16,12 @@ import pytest
 from ds4kit.errors import ConfigError
 from ds4kit.synth import GROUPS, preset, write_target
 from ds4kit.targets import Target, TargetOptions, build_target
+from llama_required import llama_cpp_or_fail
 
 pytestmark = pytest.mark.llama
 PROMPT = "The quick brown fox jumps over the lazy dog, and then the dog chases the fox around the barn."
 
 
-def llama_cpp_or_fail():
-    try:
-        import llama_cpp
-        return llama_cpp
-    except ImportError as exc:
-        if os.environ.get("DS4KIT_ALLOW_MISSING_LLAMA") == "1":
-            pytest.skip(f"llama_cpp not importable ({exc}); allowed by DS4KIT_ALLOW_MISSING_LLAMA=1")
-        pytest.fail(f"llama_cpp (llama-cpp-python==0.3.36) is not importable: {exc}")
 
 
 @pytest.fixture(scope="module")

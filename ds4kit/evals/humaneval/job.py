@@ -20,7 +20,7 @@ from ds4kit.errors import ConfigError
 from ds4kit.evals.humaneval.grading import TimeLimits
 from ds4kit.evals.humaneval.sandbox import Limits
 from ds4kit.interrupts import StopSignals
-from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.common import load_target, say_stderr, stop_signals
 from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.reports.items import ItemLog
 
@@ -108,12 +108,7 @@ def _generate(config: HumanEvalConfig, target: Any, run: Any, problems: dict, st
     from ds4kit.cards import resolve_card
     from ds4kit.evals.humaneval.generation import derive_budgets, generate_all
 
-    run.set_target(target.describe())
-    if target.synthetic_model:
-        run.warn("demo-model", f"ran on the built-in synthetic {target.synthetic_model} model (random weights): "
-                 "the generated code is meaningless")
-    target.load()
-    record_loaded_target(run, target)
+    load_target(run, target, "the generated code is meaningless")
     ident = target.identity()
     card = resolve_card(ident.path, ident.name, ident.architecture, card_path=config.card_path, announce=False)
     run.set_card(card.to_manifest())

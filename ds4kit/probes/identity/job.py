@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ds4kit.interrupts import StopSignals
-from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.common import load_target, say_stderr, stop_signals
 from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.probes.identity.arms import DEFAULT_ACCEPTANCE, TARGET_ONLY, select_arms
 from ds4kit.probes.identity.compare import first_divergence, tokens_sha256
@@ -72,13 +72,9 @@ def run(config: IdentityConfig, target: Any, *, say: Callable[[str], None] = say
     arms, notes = select_arms(config.arms, have_drafter=bool(have_drafter) and target.kind == "embedded",
                               acceptances=config.acceptances)
     with stop_signals(stop) as stop, start_run("probe-identity", config.out, command=config.command) as run:
-        run.set_target(target.describe())
         for note in notes:
             run.warn("arm-skipped", note)
-        if target.synthetic_model:
-            run.warn("demo-model", f"ran on the built-in synthetic {target.synthetic_model} model (random weights)")
-        target.load()
-        record_loaded_target(run, target)
+        load_target(run, target)
         eos = target.token_id(EOS)
         runner = _runner(target, config, eos)
         log = run.items("items.jsonl", key="key")

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
-from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.common import load_target, say_stderr, stop_signals
 from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
 from ds4kit.probes.margins.rows import RULE, RowResult, compare_row, summarize, verdict
 from ds4kit.probes.margins.suite import MarginsItem, load_suite
@@ -107,11 +107,7 @@ def run(config: MarginsConfig, target: Any, *, say: Callable[[str], None] = say_
     widths = sorted(set(config.widths))
     wmax = max(widths)
     with stop_signals(stop) as stop, start_run(KIND, config.out, command=config.command) as run:
-        run.set_target(target.describe())
-        if target.synthetic_model:
-            run.warn("demo-model", f"ran on the built-in synthetic {target.synthetic_model} model (random weights)")
-        target.load()
-        record_loaded_target(run, target)
+        load_target(run, target)
         gaps = target.capabilities.missing({"logits": "full logits of every verify and decode row",
                                             "rewind": "a return to the position before each verify"})
         if gaps:

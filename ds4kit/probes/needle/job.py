@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
-from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.common import load_target, say_stderr, stop_signals
 from ds4kit.reports import start_run
 from ds4kit.reports.atomic import atomic_write_json
 from ds4kit.reports.run import check_run_folder
@@ -140,12 +140,7 @@ def run(config: NeedleConfig, target: Any, *, say: Callable[[str], None] = say_s
     settings = config.settings()
     with stop_signals(stop) as stop, start_run("probe-needle", config.out, resume=config.resume,
                                                command=config.command) as run:
-        run.set_target(target.describe())
-        if target.synthetic_model:
-            run.warn("demo-model", f"ran on the built-in synthetic {target.synthetic_model} model (random weights): "
-                     "expect a score of about zero")
-        target.load()
-        record_loaded_target(run, target)
+        load_target(run, target, "expect a score of about zero")
         model_entry = run.report["manifest"].get("model")
         if config.resume:
             _check_resume(run.folder, settings, model_entry)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ds4kit.errors import ConfigError
 from ds4kit.interrupts import StopSignals
 from ds4kit.jobs.telemetry import RunTelemetry, ThermalOptions
-from ds4kit.jobs.common import record_loaded_target, say_stderr, stop_signals
+from ds4kit.jobs.common import load_target, say_stderr, stop_signals
 from ds4kit.probes.progress import TurnProgress
 from ds4kit.reports import start_run
 from ds4kit.reports.run import check_run_folder
@@ -107,11 +107,7 @@ def run(config: PrefixCacheProbeConfig, target: Any, *, say: Callable[[str], Non
     thinking = suite.thinking if config.thinking is None else config.thinking
     make_cache = cache_factory or (lambda t, ctx, b: t.prefix_cache(ctx, max_bytes=b))
     with stop_signals(stop) as stop, start_run("probe-prefix-cache", config.out, command=config.command) as run:
-        run.set_target(target.describe())
-        if target.synthetic_model:
-            run.warn("demo-model", f"ran on the built-in synthetic {target.synthetic_model} model (random weights)")
-        target.load()
-        record_loaded_target(run, target)
+        load_target(run, target)
         if "on" in config.arms:
             problem = cache_problem(target)
             if problem:

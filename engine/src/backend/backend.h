@@ -68,9 +68,13 @@ struct SeqStateImage {
 
 class SeqState {
 public:
-    explicit SeqState(const SeqShape& shape) : shape_(shape) {}
+    // ArgumentError for a shape no backend can hold (max_block < 1, max_rewind < max_block).
+    explicit SeqState(const SeqShape& shape);
     virtual ~SeqState() = default;
     const SeqShape& shape() const { return shape_; }
+    // Window ring slots: the window plus every position a rewind may take back (position p
+    // in slot p % window_slots()), the same on every backend.
+    int64_t window_slots() const { return shape_.n_swa + shape_.max_rewind - 1; }
 
     // Host-side bookkeeping, the same for every backend.
     int64_t pos() const { return pos_; }  // positions stored (the next token's position)

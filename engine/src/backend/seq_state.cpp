@@ -6,6 +6,15 @@
 
 namespace ds4 {
 
+SeqState::SeqState(const SeqShape& s) : shape_(s) {
+    if (s.max_block < 1) throw ArgumentError("sequence state needs max_block >= 1");
+    if (s.max_rewind < s.max_block) {
+        throw ArgumentError("sequence state needs max_rewind (" + std::to_string(s.max_rewind) +
+                            ") >= max_block (" + std::to_string(s.max_block) + ")");
+    }
+}
+
+
 void SeqState::rewind_to(int64_t p) {
     if (p > pos_ || p < rewind_floor()) {
         throw ArgumentError("rewind to position " + std::to_string(p) + ": the state holds positions " +

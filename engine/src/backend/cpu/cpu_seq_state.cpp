@@ -64,12 +64,7 @@ void pool_window(CpuCompressor& c, int64_t ratio, int64_t q, int64_t Dc, double*
 }  // namespace
 
 CpuSeqState::CpuSeqState(const SeqShape& s) : SeqState(s) {
-    if (s.max_block < 1) throw ArgumentError("sequence state needs max_block >= 1");
-    if (s.max_rewind < s.max_block) {
-        throw ArgumentError("sequence state needs max_rewind (" + std::to_string(s.max_rewind) +
-                            ") >= max_block (" + std::to_string(s.max_block) + ")");
-    }
-    ring_rows = s.n_swa + s.max_rewind - 1;
+    ring_rows = window_slots();
     for (int64_t ratio : s.ratios) {
         CpuLayerState L;
         L.ratio = ratio;

@@ -62,12 +62,7 @@ template class DevArray<float>;
 template class DevArray<uint16_t>;
 
 GpuSeqState::GpuSeqState(const SeqShape& s, ds4_gpu_stream_t stream, bool init) : SeqState(s), stream_(stream) {
-    if (s.max_block < 1) throw ArgumentError("sequence state needs max_block >= 1");
-    if (s.max_rewind < s.max_block) {
-        throw ArgumentError("sequence state needs max_rewind (" + std::to_string(s.max_rewind) +
-                            ") >= max_block (" + std::to_string(s.max_block) + ")");
-    }
-    ring_rows = s.n_swa + s.max_rewind - 1;
+    ring_rows = window_slots();
     for (int64_t ratio : s.ratios) {
         GpuLayerState L;
         L.ratio = ratio;
