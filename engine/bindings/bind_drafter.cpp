@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "array_out.h"
 #include "bindings.h"
 #include "common/error.h"
 #include "model/ds4_drafter.h"
@@ -13,12 +14,6 @@
 namespace {
 
 using F32In = py::array_t<float, py::array::c_style | py::array::forcecast>;
-
-py::array_t<float> to_array(std::vector<float>&& v, std::vector<py::ssize_t> shape) {
-    auto* heap = new std::vector<float>(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<float>*>(p); });
-    return py::array_t<float>(shape, heap->data(), owner);
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "array_out.h"
 #include "bindings.h"
 #include "common/error.h"
 #include "model/ds4_model.h"
@@ -14,12 +15,6 @@
 #include "model/ds4_session.h"
 
 namespace {
-
-py::array_t<float> to_array(std::vector<float>&& v, std::vector<py::ssize_t> shape) {
-    auto* heap = new std::vector<float>(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<float>*>(p); });
-    return py::array_t<float>(shape, heap->data(), owner);
-}
 
 // Token ids arrive as Python ints of any size; anything outside int32 is reported
 // as the bad token it is (the session then names the vocabulary limit).

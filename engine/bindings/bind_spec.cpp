@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "array_out.h"
 #include "bindings.h"
 #include "common/error.h"
 #include "model/ds4_drafter.h"
@@ -18,12 +19,6 @@
 namespace {
 
 using F32In = py::array_t<float, py::array::c_style | py::array::forcecast>;
-
-py::array_t<float> rows_array(std::vector<float>&& v, py::ssize_t vocab) {
-    auto* heap = new std::vector<float>(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<float>*>(p); });
-    return py::array_t<float>({(py::ssize_t)heap->size() / vocab, vocab}, heap->data(), owner);
-}
 
 py::dict decision_dict(const ds4::WidthDecision& d) {
     py::dict o;
@@ -112,9 +107,8 @@ void bind_spec(py::module_& m) {
                 }
                 py::dict o;
                 o["tokens"] = st.tokens;
-                o["rows"] = want_rows ? py::object(rows_array(std::move(st.rows), (py::ssize_t)st.rows.size() /
-                                                                                       (py::ssize_t)st.tokens.size()))
-                                      : py::object(py::none());
+                const auto n = (py::ssize_t)st.tokens.size(), vocab = (py::ssize_t)st.rows.size() / n;
+                o["rows"] = want_rows ? py::object(to_array(std::move(st.rows), {n, vocab})) : py::object(py::none());
                 o["decision"] = decision_dict(st.decision);
                 return o;
             },

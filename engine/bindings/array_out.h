@@ -1,0 +1,15 @@
+// Handing an engine result to numpy without a copy: the vector moves into a heap object the
+// returned array owns (freed with the array).
+#pragma once
+#include <pybind11/numpy.h>
+
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+
+inline py::array_t<float> to_array(std::vector<float>&& v, std::vector<py::ssize_t> shape) {
+    auto* heap = new std::vector<float>(std::move(v));
+    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<float>*>(p); });
+    return py::array_t<float>(std::move(shape), heap->data(), owner);
+}
