@@ -50,7 +50,7 @@ class Speculation:
     describe_extra: dict[str, Any] | None = None
     # The width policy of the last generation (its measured costs and acceptance), carried into the
     # next one; None: start afresh.
-    _carry: Any = None
+    carry: Any = None
 
     @classmethod
     def dspark(cls, drafter: Any, width: int = 0) -> "Speculation":
@@ -94,10 +94,10 @@ class Speculation:
         """The native loop for one generation, carrying the width policy of the previous one (its
         measured costs and acceptance), so the warmup is paid once per drafter, not per reply."""
         native_session = getattr(session, "_s", session)
-        return engine_module().Speculator(native_session, self.proposer, params, self.width, self._carry)
+        return engine_module().Speculator(native_session, self.proposer, params, self.width, self.carry)
 
     def finished(self, speculator: Any) -> None:
-        self._carry = speculator.policy_state()
+        self.carry = speculator.policy_state()
 
 
 def summarize(stats: dict[str, Any], decisions: list[dict[str, Any]], policy: dict[str, Any]) -> dict[str, Any]:

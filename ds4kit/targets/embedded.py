@@ -92,11 +92,14 @@ class EmbeddedTarget:
         """A fresh engine session with this target's numerics (capabilities logits, verify, snapshot)."""
         return self.model.session(**self.session_options(max_ctx))
 
-    def session_options(self, max_ctx: int) -> dict[str, Any]:
+    def session_options(self, max_ctx: int, speculation: Any = "own") -> dict[str, Any]:
+        """A session's options: this target's numerics, and the features `speculation` reads
+        ("own": this target's drafter, if any; None: none)."""
         n = self.options.numerics
         out = {"max_ctx": max_ctx, "fp8_kv": n.fp8_kv, "indexer_fp4": n.indexer_fp4}
-        if self._speculation is not None:
-            out.update(self._speculation.session_options())  # the features the drafter reads
+        spec = self._speculation if speculation == "own" else speculation
+        if spec is not None:
+            out.update(spec.session_options())
         return out
 
     def prefix_cache(self, max_ctx: int, *, max_bytes: int, cache_dir: Path | None = None,

@@ -73,15 +73,12 @@ class EngineArmRunner:
             errors = scripted_errors(arm, len(prompt), max_tokens, item_seed)
             spec = Speculation.scripted(reference, len(prompt), errors, model.n_vocab, width=arm.width,
                                         acceptance=arm.acceptance)
-        opts = dict(self.target.session_options(self.max_ctx))
-        opts.pop("capture_layers", None), opts.pop("capture_at", None)
         if spec is not None:
-            opts.update(spec.session_options())
-        if spec is not None and arm.name in self._policy:
-            spec._carry = self._policy[arm.name]  # what the arm measured on earlier items
-        res = generate(model.session(**opts), model.tokenizer, list(prompt), cfg, speculation=spec)
+            spec.carry = self._policy.get(arm.name)  # what the arm measured on earlier items
+        session = model.session(**self.target.session_options(self.max_ctx, speculation=spec))
+        res = generate(session, model.tokenizer, list(prompt), cfg, speculation=spec)
         if spec is not None:
-            self._policy[arm.name] = spec._carry
+            self._policy[arm.name] = spec.carry
         top = [[(int(i), float(v)) for i, v in r["top"]] for r in res.logprobs]
         return ArmResult(res.tokens, top, res.decode_s, res.prefill_s, res.speculation,
                          trace_from_decisions(res.spec_decisions) if res.spec_decisions is not None else None, errors)
