@@ -45,3 +45,17 @@ def spec_drafter(spec_files, spec_model):
 @pytest.fixture(scope="session")
 def spec_prompt(spec_model):
     return spec_model.encode("<｜begin▁of▁sentence｜><｜User｜>Count from one to twenty.<｜Assistant｜></think>")
+
+
+@pytest.fixture(scope="session")
+def small_q8(tmp_path_factory):
+    """`small` (8 layers, n_embd 256), every matrix Q8_0, written once: llama.cpp's batched rows
+    differ from its one-token rows here and flip argmaxes (on `tiny` they differ without a flip).
+    probe margins and probe identity run llama.cpp on it."""
+    from llama_required import llama_cpp_or_fail
+    from ds4kit.synth import GROUPS, preset, write_target
+
+    llama_cpp_or_fail()
+    path = tmp_path_factory.mktemp("small_q8") / "small-q8.gguf"
+    write_target(path, preset("small"), seed=0, types={g: "Q8_0" for g in GROUPS})
+    return path

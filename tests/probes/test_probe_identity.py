@@ -134,14 +134,9 @@ def test_a_skewed_batched_verify_is_found_and_located(spec_files, tmp_path):
 # -- llama.cpp: batched verify is where it parts from one-token decode ---------------------------
 
 @pytest.fixture(scope="module")
-def small_q8_identity(tmp_path_factory):
-    from ds4kit.synth import GROUPS, preset, write_target
-
-    llama_cpp_or_fail()
-    d = tmp_path_factory.mktemp("identity_llama")
-    path = d / "small-q8.gguf"
-    write_target(path, preset("small"), seed=0, types={g: "Q8_0" for g in GROUPS})
-    suite = d / "code.json"
+def small_q8_identity(small_q8, tmp_path_factory):
+    path = small_q8
+    suite = tmp_path_factory.mktemp("identity_llama") / "code.json"
     suite.write_text(json.dumps({"id": "code", "items": [
         {"id": "code-short", "max_tokens": 20,
          "messages": [{"role": "user", "content": "Write a Python function that reverses a linked list."}]}]}))

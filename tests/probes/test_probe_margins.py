@@ -26,7 +26,6 @@ from ds4kit.cli import main
 from ds4kit.probes.margins.rows import RowResult, summarize, verdict
 from ds4kit.probes.margins.suite import load_suite
 from ds4kit.reports.schema import validate_report
-from ds4kit.synth import GROUPS, preset, write_target
 from llama_required import llama_cpp_or_fail
 
 
@@ -120,16 +119,6 @@ WIDTHS = (1, 2, 3, 4)
 POSITIONS = 6
 
 
-
-
-@pytest.fixture(scope="module")
-def small_q8(tmp_path_factory):
-    """`small` (8 layers, n_embd 256), every matrix Q8_0: llama.cpp's batched rows differ here
-    (on `tiny` they differ too, but without a single argmax flip)."""
-    llama_cpp_or_fail()
-    path = tmp_path_factory.mktemp("margins_llama") / "small-q8.gguf"
-    write_target(path, preset("small"), seed=0, types={g: "Q8_0" for g in GROUPS})
-    return path
 
 
 @pytest.fixture(scope="module")
