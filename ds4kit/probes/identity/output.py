@@ -8,17 +8,14 @@ from ds4kit.probes.identity.arms import TARGET_ONLY, Arm
 from ds4kit.probes.identity.compare import tokens_sha256
 
 
-def _sum(xs) -> float:
-    return float(sum(xs))
-
-
 def _spec_totals(runs: list) -> dict[str, Any] | None:
     specs = [r.speculation for _, r, _ in runs if r.speculation]
     if not specs:
         return None
-    tot: dict[str, Any] = {k: _sum(s.get(k, 0) for s in specs)
-                           for k in ("steps", "verified", "accepted", "emitted", "draft_s", "verify_s", "rewind_s")}
-    tot["plain_steps"] = _sum(s.get("plain_steps", 0) for s in specs)
+    # Counts stay integers, seconds floats (sum keeps each as it comes).
+    tot: dict[str, Any] = {k: sum(s.get(k, 0) for s in specs)
+                           for k in ("steps", "plain_steps", "verified", "accepted", "emitted", "draft_s", "verify_s",
+                                     "rewind_s")}
     tried = [0] * max((len(s.get("tried_at", [])) for s in specs), default=0)
     acc = [0] * len(tried)
     for s in specs:
