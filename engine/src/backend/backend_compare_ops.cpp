@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend_compare_detail.h"
+#include "model/ds4_block.h"
 #include "model/ds4_model.h"
 
 namespace ds4 {
@@ -229,13 +230,7 @@ void route_cases(Cases& c) {
     const int64_t n = 6, NX = hp.n_expert, K = hp.n_expert_used;
     for (int64_t il : {(int64_t)0, hp.n_layer - 1}) {
         const Ds4LayerWeights& L = c.m.weights().layers[(size_t)il];
-        RouteParams rp;
-        rp.n_expert = NX;
-        rp.n_used = K;
-        rp.hash_table = il < hp.n_hash_layers ? &L.ffn_gate_tid2eid : nullptr;
-        rp.bias = il < hp.n_hash_layers ? nullptr : &L.exp_probs_b;
-        rp.normalise = hp.expert_weights_norm;
-        rp.scale = hp.expert_weights_scale;
+        const RouteParams rp = layer_route_params(hp, L, il);
         auto r = c.rng();
         const std::vector<Words> ins = {random_input(r, (size_t)(n * NX)), words_of(random_ids(r, n, hp.n_vocab))};
         auto go = [&](Backend& be) {

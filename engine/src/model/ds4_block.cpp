@@ -6,6 +6,18 @@
 
 namespace ds4 {
 
+RouteParams layer_route_params(const Ds4Hparams& hp, const Ds4LayerWeights& lw, int64_t il) {
+    RouteParams rp;
+    rp.n_expert = hp.n_expert;
+    rp.n_used = hp.n_expert_used;
+    rp.hash_table = il < hp.n_hash_layers ? &lw.ffn_gate_tid2eid : nullptr;
+    rp.bias = il < hp.n_hash_layers ? nullptr : &lw.exp_probs_b;
+    rp.normalise = hp.expert_weights_norm;
+    rp.scale = hp.expert_weights_scale;
+    return rp;
+}
+
+
 Ds4Activations::Ds4Activations(Backend& be, const Ds4Hparams& hp, int64_t B) : max_tokens(B) {
     const int64_t E = hp.n_embd, HC = hp.n_hc, H = hp.n_head, D = hp.head_dim, di = hp.idx_head_dim;
     const int64_t C = 2 * D;  // the widest compressor (ratio 4)
@@ -152,14 +164,7 @@ void Ds4BlockRunner::ffn(const Ds4LayerWeights& lw, int64_t il, Ds4Activations& 
         PhaseScope ps(clock_, Phase::router);
         be_.rms_norm(a.h, &lw.ffn_norm, E, n, hp_.rms_eps, a.h);
         be_.matmul(lw.ffn_gate_inp, 0, NX, a.h, E, (int)n, a.gl, NX);
-        RouteParams rp;
-        rp.n_expert = NX;
-        rp.n_used = K;
-        rp.hash_table = il < hp_.n_hash_layers ? &lw.ffn_gate_tid2eid : nullptr;
-        rp.bias = il < hp_.n_hash_layers ? nullptr : &lw.exp_probs_b;
-        rp.normalise = hp_.expert_weights_norm;
-        rp.scale = hp_.expert_weights_scale;
-        be_.route(a.gl, a.tokens, n, rp, a.experts, a.ew);
+        be_.route(a.gl, a.tokens, n, layer_route_params(hp_, lw, il), a.experts, a.ew);
     }
     {
         PhaseScope ps(clock_, Phase::moe);

@@ -37,6 +37,10 @@ private:
     std::vector<std::unique_ptr<DeviceBuffer>> owned_;
 };
 
+// How layer il routes its tokens (ds4-model.md: hash layers by token id, the rest by biased
+// top-k), from the hyperparameters and the layer's weights.
+RouteParams layer_route_params(const Ds4Hparams& hp, const Ds4LayerWeights& lw, int64_t il);
+
 struct Ds4Numerics {
     bool fp8_kv = true;       // D: FP8-E4M3 round trip of stored KV rows (false: llama.cpp)
     bool indexer_fp4 = true;  // D: FP4 round trip of indexer rows and queries (false: llama.cpp)
