@@ -54,11 +54,13 @@ def _dim_options(f):
               help="Also write a DSpark drafter GGUF (deepseek4-dflash-draft) here.")
 @click.option("--allow-large", is_flag=True, help="Allow files over 16 GiB (the full preset is about 153 GiB).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: for files over 64 MB).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Processes generating tensors in parallel (the file's bytes do not depend on it).")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Run folder for the report (default runs/model-synth-<utc>/).")
 def synth(out_gguf: Path, preset_name: str, seed: int, ratios: str | None, sets: tuple[str, ...],
           type_pairs: tuple[str, ...], drafter_path: Path | None, allow_large: bool, progress: bool | None,
-          out: Path | None,
+          jobs: int, out: Path | None,
           **dims: int | None) -> None:
     """Write a synthetic DeepSeek V4 Flash GGUF of any dimensions, deterministic from --seed."""
     from ds4kit.synth import parse_override, preset, resolve_types, write_drafter, write_target
@@ -86,13 +88,13 @@ def synth(out_gguf: Path, preset_name: str, seed: int, ratios: str | None, sets:
 
     with start_run("model-synth", out) as run:
         t0 = time.monotonic()
-        target = write_target(out_gguf, cfg, seed=seed, types=types, progress=progress)
+        target = write_target(out_gguf, cfg, seed=seed, types=types, progress=progress, jobs=jobs)
         for w in target.warnings:
             run.warn("synth-llama-incompatible", w)
         run.set_model(_manifest_entry(target))
         drafter = None
         if drafter_path is not None:
-            drafter = write_drafter(drafter_path, cfg, seed=seed, types=types, progress=progress)
+            drafter = write_drafter(drafter_path, cfg, seed=seed, types=types, progress=progress, jobs=jobs)
             run.set_model(_manifest_entry(drafter), role="drafter")
         results = {
             "preset": cfg.name, "seed": seed,

@@ -117,7 +117,7 @@ def _tokenizer_kvs() -> list[G.KV]:
 
 def _write(path: str | Path, arch: str, kvs: list[G.KV], plan: list[Planned], cfg: SynthConfig,
            types: dict[str, str], seed: int, warnings: list[str], progress: bool | None,
-           label: str) -> Written:
+           label: str, jobs: int = 1) -> Written:
     specs, qts = [], {}
     for t in plan:
         qt = tensor_type(t, types)
@@ -135,7 +135,8 @@ def _write(path: str | Path, arch: str, kvs: list[G.KV], plan: list[Planned], cf
         return tensor_bytes(by_name[s.name], qts[s.name], cfg, seed)
 
     try:
-        G.write_gguf(path, kvs, specs, produce, on_tensor=(lambda s: bar.update(s.nbytes)) if bar else None)
+        G.write_gguf(path, kvs, specs, produce, on_tensor=(lambda s: bar.update(s.nbytes)) if bar else None,
+                     workers=jobs)
     finally:
         if bar is not None:
             bar.close()
@@ -164,7 +165,7 @@ def sha256_file(path: str | Path) -> str:
 
 
 def write_target(path: str | Path, cfg: SynthConfig, *, seed: int = 0, types: dict[str, str] | None = None,
-                 progress: bool | None = None) -> Written:
+                 progress: bool | None = None, jobs: int = 1) -> Written:
     warnings = cfg.validate()
     tmap = resolve_types(types)
     kvs = ([G.string("general.architecture", TARGET_ARCH), G.string("general.name", f"ds4kit-synth-{cfg.name}")]
@@ -174,11 +175,11 @@ def write_target(path: str | Path, cfg: SynthConfig, *, seed: int = 0, types: di
     rocm = sorted({v for v in tmap.values() if v.endswith(("ROCMFP4", "ROCMFP4_FAST", "ROCMFPX", "ROCMFP2"))})
     if rocm:
         warnings.append(f"ROCmFP types {rocm} are Lucebox-only: llama.cpp cannot load this file")
-    return _write(path, TARGET_ARCH, kvs, target_tensors(cfg), cfg, tmap, seed, warnings, progress, "target")
+    return _write(path, TARGET_ARCH, kvs, target_tensors(cfg), cfg, tmap, seed, warnings, progress, "target", jobs)
 
 
 def write_drafter(path: str | Path, cfg: SynthConfig, *, seed: int = 0, types: dict[str, str] | None = None,
-                  progress: bool | None = None) -> Written:
+                  progress: bool | None = None, jobs: int = 1) -> Written:
     """DSpark drafter (ds4-model.md section 6). Its seed stream is separate from the target's."""
     warnings = cfg.validate()
     tmap = resolve_types(types)
@@ -200,4 +201,4 @@ def write_drafter(path: str | Path, cfg: SynthConfig, *, seed: int = 0, types: d
            + _provenance(cfg, seed, tmap))
     # distinct seed stream: same tensor names as the target's blocks must not get the same values
     return _write(path, DRAFTER_ARCH, kvs, drafter_tensors(cfg), cfg, tmap, seed ^ 0x5EED_D5A7, warnings,
-                  progress, "drafter")
+                  progress, "drafter", jobs)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import struct
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Sequence
@@ -89,9 +91,10 @@ def _kv_bytes(kv: KV) -> bytes:
 
 def write_gguf(path: str | Path, kvs: Iterable[KV], tensors: Sequence[TensorSpec],
                produce: Callable[[TensorSpec], bytes],
-               on_tensor: Callable[[TensorSpec], None] | None = None) -> None:
-    """Write a GGUF file. `produce(spec)` returns exactly spec.nbytes bytes for each tensor,
-    called in order; `on_tensor` is a progress hook."""
+               on_tensor: Callable[[TensorSpec], None] | None = None, workers: int = 1) -> None:
+    """Write a GGUF file. `produce(spec)` returns exactly spec.nbytes bytes for each tensor;
+    `on_tensor` is a progress hook. With workers > 1, forked processes produce the tensors
+    and write each at its offset (produce must depend on the spec alone): the same bytes."""
     kvs = list(kvs)
     keys = [kv.key for kv in kvs]
     if len(set(keys)) != len(keys):
@@ -103,13 +106,15 @@ def write_gguf(path: str | Path, kvs: Iterable[KV], tensors: Sequence[TensorSpec
     path = Path(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.partial")  # unique: concurrent writers never collide
     with open(tmp, "wb") as f:
-        _write_all(f, kvs, tensors, produce, on_tensor)
+        if workers > 1 and len(tensors) > 1:
+            _write_parallel(f, kvs, tensors, produce, on_tensor, workers)
+        else:
+            _write_all(f, kvs, tensors, produce, on_tensor)
     tmp.replace(path)
 
 
-def _write_all(f: BinaryIO, kvs: list[KV], tensors: Sequence[TensorSpec],
-               produce: Callable[[TensorSpec], bytes],
-               on_tensor: Callable[[TensorSpec], None] | None) -> None:
+def _write_header(f: BinaryIO, kvs: list[KV], tensors: Sequence[TensorSpec]) -> list[int]:
+    """Header, tensor infos and padding; returns each tensor's offset in the file."""
     f.write(GGUF_MAGIC + struct.pack("<IQQ", GGUF_VERSION, len(tensors), len(kvs)))
     for kv in kvs:
         f.write(_kv_bytes(kv))
@@ -121,11 +126,59 @@ def _write_all(f: BinaryIO, kvs: list[KV], tensors: Sequence[TensorSpec],
         f.write(struct.pack("<IQ", t.type_id, offset))
         offset += t.nbytes + _pad(t.nbytes)
     f.write(b"\0" * _pad(f.tell()))
+    starts, at = [], f.tell()
     for t in tensors:
-        data = produce(t)
-        if len(data) != t.nbytes:
-            raise AssertionError(f"tensor {t.name}: produced {len(data)} bytes, expected {t.nbytes}")
-        f.write(data)
+        starts.append(at)
+        at += t.nbytes + _pad(t.nbytes)
+    return starts
+
+
+def _checked(t: TensorSpec, data: bytes) -> bytes:
+    if len(data) != t.nbytes:
+        raise AssertionError(f"tensor {t.name}: produced {len(data)} bytes, expected {t.nbytes}")
+    return data
+
+
+def _write_all(f: BinaryIO, kvs: list[KV], tensors: Sequence[TensorSpec],
+               produce: Callable[[TensorSpec], bytes],
+               on_tensor: Callable[[TensorSpec], None] | None) -> None:
+    _write_header(f, kvs, tensors)
+    for t in tensors:
+        f.write(_checked(t, produce(t)))
         f.write(b"\0" * _pad(t.nbytes))
         if on_tensor is not None:
             on_tensor(t)
+
+
+# What forked workers produce from (set before the pool forks; fork copies it).
+_PARALLEL: tuple[Callable[[TensorSpec], bytes], int] | None = None
+
+
+def _produce_at(t: TensorSpec, offset: int) -> str:
+    produce, fd = _PARALLEL  # type: ignore[misc]
+    data = _checked(t, produce(t))
+    done = 0
+    while done < len(data):  # pwrite may write less than asked
+        done += os.pwrite(fd, memoryview(data)[done:], offset + done)
+    return t.name
+
+
+def _write_parallel(f: BinaryIO, kvs: list[KV], tensors: Sequence[TensorSpec],
+                    produce: Callable[[TensorSpec], bytes],
+                    on_tensor: Callable[[TensorSpec], None] | None, workers: int) -> None:
+    global _PARALLEL
+    starts = _write_header(f, kvs, tensors)
+    last = tensors[-1]
+    f.flush()
+    f.truncate(starts[-1] + last.nbytes + _pad(last.nbytes))  # the padding reads as zeros
+    _PARALLEL = (produce, f.fileno())
+    by_name = {t.name: t for t in tensors}
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+            futures = [pool.submit(_produce_at, t, at) for t, at in zip(tensors, starts)]
+            for fut in as_completed(futures):
+                name = fut.result()  # re-raises a worker's error
+                if on_tensor is not None:
+                    on_tensor(by_name[name])
+    finally:
+        _PARALLEL = None

@@ -17,6 +17,14 @@ def test_same_seed_gives_identical_target_and_drafter(synth_tiny_files, tmp_path
     assert d_again.sha256 == synth_tiny_files.drafter.sha256
 
 
+def test_parallel_writers_give_the_serial_bytes(synth_tiny_files, tmp_path):
+    # --jobs forks workers that write each tensor at its offset: the file must not change
+    par = write_target(tmp_path / "par.gguf", synth_tiny_files.cfg, seed=synth_tiny_files.seed, jobs=3)
+    assert par.sha256 == synth_tiny_files.target.sha256
+    d_par = write_drafter(tmp_path / "par-d.gguf", synth_tiny_files.cfg, seed=synth_tiny_files.seed, jobs=2)
+    assert d_par.sha256 == synth_tiny_files.drafter.sha256
+
+
 def test_other_seed_gives_another_file(synth_tiny_files, tmp_path):
     other = write_target(tmp_path / "other.gguf", synth_tiny_files.cfg, seed=synth_tiny_files.seed + 1)
     assert other.sha256 != synth_tiny_files.target.sha256
