@@ -138,8 +138,8 @@ public:
         if (n_rows == 0 || ncols == 0) return;
         check_matrix_type(W, "matmul");
         const gpu::DeviceWeight& dw = weights().get(W, "matmul");
-        gpu::launch_matmul(W.type, dw.data + (uint64_t)row0 * W.row_bytes, W.row_bytes, W.n_in(), n_rows, X.get(), ldx,
-                           ncols, Y.get(), ldy, grid_.get(), stream_);
+        gpu::launch_matmul(W.type, dw.data + (uint64_t)row0 * W.row_bytes, W.row_bytes, W.n_in(), n_rows, W.n_rows(),
+                           X.get(), ldx, ncols, Y.get(), ldy, grid_.get(), stream_);
     }
 
     void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
@@ -271,9 +271,11 @@ public:
         fault_names_[3] = mw.gate_exps.name;
         std::lock_guard<std::mutex> lock(scratch_mu_);
         const int64_t P = n_tokens * n_used;
-        a.count = scratch<int32_t>(kSlotMoePlan, 2 * a.n_expert + 2 * P);
+        a.count = scratch<int32_t>(kSlotMoePlan, 3 * a.n_expert + 1 + 2 * P);
         a.start = a.count + a.n_expert;
-        a.col_of = a.start + a.n_expert;
+        a.active = a.start + a.n_expert;
+        a.n_active = a.active + a.n_expert;
+        a.col_of = a.n_active + 1;
         a.tok_of = a.col_of + P;
         a.act = scratch<float>(kSlotMoeAct, P * a.exp.F + n_tokens * a.sh.F);
         a.act_sh = a.act + P * a.exp.F;
@@ -434,7 +436,7 @@ private:
         float* mix = scratch<float>(kSlotHcMix, n * n_mix);
         gpu::launch_rms_norm(X, nullptr, F, n, rms_eps, xn, stream_);
         const gpu::DeviceWeight& dw = weights().get(fn, "hc_pre");
-        gpu::launch_matmul(fn.type, dw.data, fn.row_bytes, F, n_mix, xn, F, (int)n, mix, n_mix, grid_.get(), stream_);
+        gpu::launch_matmul(fn.type, dw.data, fn.row_bytes, F, n_mix, n_mix, xn, F, (int)n, mix, n_mix, grid_.get(), stream_);
         return mix;
     }
 

@@ -19,9 +19,16 @@ constexpr int64_t kMaxRotHost = 256;  // RoPE dims the kernels' angle tables hol
 bool matmul_type_supported(uint32_t type);
 // Y[c * ldy + r] = W_row(r) . X[c * ldx .. + n_in) for r < n_rows, c < ncols, where row r
 // starts at W + r * row_bytes. Float accumulation; every column is reduced exactly as it
-// would be with ncols = 1 (gpu_dot.h says how). grid: the IQ2_XXS codebook on the device.
+// would be with ncols = 1 (gpu_dot.h says how). tensor_rows: the rows of the whole tensor
+// (the reduction's lane count is chosen from it, so a row's result does not depend on which
+// rows one call computes). grid: the IQ2_XXS codebook on the device.
 void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows,
-                   const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, void* stream);
+                   int64_t tensor_rows, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy,
+                   const uint64_t* grid, void* stream);
+// Lanes per row (32 .. 256) of gpu_dot.h's reduction for a matrix of `rows` rows of n_in,
+// and the widest copy (16, 8, 4, 2, 1 bytes) the addresses base + k * row_bytes + j * tile_bytes allow.
+int dot_lanes(int64_t rows, int64_t n_in);
+int dot_vec(const void* base, uint64_t row_bytes, uint64_t tile_bytes);
 
 // ---- gpu_norm.cu ----
 // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted) for n_rows rows of n;
@@ -69,9 +76,10 @@ struct MoeLaunch {
     const float* weights = nullptr;
     double clamp = 0, clamp_shared = 0;
     float* y = nullptr;
-    // Scratch: count/start [n_expert], col_of/tok_of [n_tokens * K], act [n_tokens * K * F],
-    // act_sh [n_tokens * sh.F], out [n_tokens * K * E], out_sh [n_tokens * E].
+    // Scratch: count/start/active [n_expert], n_active [1], col_of/tok_of [n_tokens * K],
+    // act [n_tokens * K * F], act_sh [n_tokens * sh.F], out [n_tokens * K * E], out_sh [n_tokens * E].
     int32_t *count = nullptr, *start = nullptr, *col_of = nullptr, *tok_of = nullptr;
+    int32_t *active = nullptr, *n_active = nullptr;  // the chosen experts in ascending id order, and how many
     float *act = nullptr, *act_sh = nullptr, *out = nullptr, *out_sh = nullptr;
     const uint64_t* grid = nullptr;
     int* fault = nullptr;

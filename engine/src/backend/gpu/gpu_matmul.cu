@@ -1,43 +1,52 @@
 // Matmul (GEMV-style) kernels for every weight type the engine computes with, one source
-// for CUDA and HIP. One thread block per output row and group of up to kCols columns;
-// the reduction is gpu_dot.h's block_dot, so every column is bitwise what ncols = 1 gives
-// (backend_compare checks it on every run).
+// for CUDA and HIP. A block of kDotBlock threads computes kDotBlock / L rows (one per group
+// of L lanes, gpu_dot.h) for a batch of up to NC columns; the reduction is gpu_dot.h's
+// group_dot, so every column is bitwise what ncols = 1 gives (backend_compare checks it on
+// every run), and L comes from the tensor's shape, not the call's.
 // Accumulation is float (the CPU backend accumulates in double): the normalised error
-// against the CPU is a few float ulps times the chain length (n_in / (8 T) chunks plus
-// log2 T tree levels).
+// against the CPU is a few float ulps times the chain length (n_in / (8 L) chunks plus
+// log2 L tree levels).
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_dot.h"
 
 #include <stdint.h>
 
 namespace {
-constexpr int kCols = 4;  // columns per block (registers per thread)
+constexpr int kCols = 8;  // the widest column batch (a verify of width 8 is one launch)
 }  // namespace
 
-// Block (r, g): output row r for columns c0 + g * NC .. + NC.
+// Block (b, g): rows b * (kDotBlock / L) + group for columns c0 + g * NC .. + nc.
 template <int NC, uint32_t TYPE>
-__global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, const float* X, int64_t ldx,
-                                  int c0, float* Y, int64_t ldy, const uint64_t* grid) {
-    __shared__ float part[NC * ds4::gpu::kDotThreads];
-    const int64_t r = ds4_block_x();
-    const int c_first = c0 + (int)ds4_block_y() * NC;
+__global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X,
+                                  int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int L, int vec,
+                                  int x4) {
+    alignas(16) __shared__ uint8_t tile[ds4::gpu::kTileBytes<TYPE>];
+    __shared__ float part[NC * ds4::gpu::kDotBlock];
+    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
+    const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
+    const int c_first = (int)ds4_block_y() * NC;
+    const int nc = ncols - c_first < NC ? ncols - c_first : NC;
     const float* x[NC];
-    for (int c = 0; c < NC; ++c) x[c] = X + (int64_t)(c_first + c) * ldx;
-    float out[NC];
-    ds4::gpu::block_dot<NC, TYPE>(W + (uint64_t)r * row_bytes, n, x, grid, part, out);
-    if (ds4_thread_x() == 0) {
-        for (int c = 0; c < NC; ++c) Y[(int64_t)(c_first + c) * ldy + r] = out[c];
+    for (int c = 0; c < NC; ++c) x[c] = X + (int64_t)(c_first + (c < nc ? c : 0)) * ldx;
+    float acc[NC], out[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+    const uint8_t* row = r < n_rows ? W + (uint64_t)r * row_bytes : nullptr;
+    uint8_t* my_tile = tile + ln.group * ds4::gpu::row_span_bytes<TYPE>((int64_t)ds4::gpu::kChunksPerLane * ds4::gpu::kChunk * L);
+    ds4::gpu::group_dot<NC, TYPE>(row, n, ln, my_tile, vec, x, nc, x4 != 0, grid, acc);
+    ds4::gpu::group_reduce<NC>(acc, ln, part, out);
+    if (row && ln.lane == 0) {
+        for (int c = 0; c < nc; ++c) Y[(int64_t)(c_first + c) * ldy + r] = out[c];
     }
 }
 
 // Every instantiation the launcher uses, spelled out so a device-only compile (which never
 // sees the host launcher) still emits each kernel.
-#define DS4_MATMUL_SIG(NC, T) \
-    template __global__ void ds4_matmul_kernel<NC, T>(const uint8_t*, uint64_t, int64_t, const float*, int64_t, int, \
-                                                      float*, int64_t, const uint64_t*);
-#define DS4_MATMUL_INSTANCES(T) DS4_MATMUL_SIG(1, T) DS4_MATMUL_SIG(2, T) DS4_MATMUL_SIG(3, T) DS4_MATMUL_SIG(4, T)
+#define DS4_MATMUL_SIG(NC, T)                                                                                         \
+    template __global__ void ds4_matmul_kernel<NC, T>(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, \
+                                                      int, float*, int64_t, const uint64_t*, int, int, int);
+#define DS4_MATMUL_INSTANCES(T) DS4_MATMUL_SIG(1, T) DS4_MATMUL_SIG(2, T) DS4_MATMUL_SIG(4, T) DS4_MATMUL_SIG(8, T)
 DS4_GPU_FOR_EACH_TYPE(DS4_MATMUL_INSTANCES)
-static_assert(kCols == 4, "DS4_MATMUL_INSTANCES lists NC = 1 .. kCols");
+static_assert(kCols == 8, "DS4_MATMUL_INSTANCES lists NC = 1, 2, 4, kCols");
 
 #if DS4_GPU_HOST_CODE
 #include <string>
@@ -51,25 +60,38 @@ namespace gpu {
 namespace {
 
 template <uint32_t T>
-void launch_group(int nc, unsigned groups, const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows,
-                  const float* X, int64_t ldx, int c0, float* Y, int64_t ldy, const uint64_t* grid, void* s) {
-    const dim3 g((unsigned)n_rows, groups);
-    void (*k)(const uint8_t*, uint64_t, int64_t, const float*, int64_t, int, float*, int64_t, const uint64_t*) =
-        nc == 1 ? ds4_matmul_kernel<1, T> : nc == 2 ? ds4_matmul_kernel<2, T>
-        : nc == 3 ? ds4_matmul_kernel<3, T> : ds4_matmul_kernel<4, T>;
-    ds4_launch(k, g, dim3(kDotThreads), s, W, row_bytes, n, X, ldx, c0, Y, ldy, grid);
+void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, int64_t tensor_rows, const float* X,
+                 int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, void* s) {
+    const int L = dot_lanes(tensor_rows, n);
+    const int vec = dot_vec(W, row_bytes, (uint64_t)row_span_bytes<T>((int64_t)kChunksPerLane * kChunk * L));
+    const int x4 = ((uintptr_t)X % 16 == 0 && ldx % 4 == 0) ? 1 : 0;
+    const int NC = ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols;  // 1, 2, 4 or 8: the narrowest that holds ncols
+    void (*k)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t, const uint64_t*,
+              int, int, int) = NC == 1 ? ds4_matmul_kernel<1, T> : NC == 2 ? ds4_matmul_kernel<2, T>
+                               : NC == 4 ? ds4_matmul_kernel<4, T> : ds4_matmul_kernel<8, T>;
+    const int64_t rows_per_block = kDotBlock / L;
+    const dim3 g((unsigned)((n_rows + rows_per_block - 1) / rows_per_block), (unsigned)((ncols + NC - 1) / NC));
+    ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, vec, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
 }
 
-template <uint32_t T>
-void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X, int64_t ldx,
-                 int ncols, float* Y, int64_t ldy, const uint64_t* grid, void* s) {
-    const int full = ncols / kCols, rest = ncols % kCols;
-    if (full > 0) launch_group<T>(kCols, (unsigned)full, W, row_bytes, n, n_rows, X, ldx, 0, Y, ldy, grid, s);
-    if (rest > 0) launch_group<T>(rest, 1, W, row_bytes, n, n_rows, X, ldx, full * kCols, Y, ldy, grid, s);
+}  // namespace
+
+int dot_lanes(int64_t rows, int64_t n_in) {
+    // Enough groups to keep every multiprocessor streaming (about 2048 blocks' worth of
+    // rows), but no tile longer than the row (every lane decodes all its chunks).
+    int L = 32;
+    while (L < kDotBlock && (int64_t)L * rows < (int64_t)kDotBlock * 2048) L *= 2;
+    while (L > 32 && (int64_t)L * kChunksPerLane * kChunk > n_in) L /= 2;
+    return L;
 }
 
-}  // namespace
+int dot_vec(const void* base, uint64_t row_bytes, uint64_t tile_bytes) {
+    const uint64_t a = (uint64_t)(uintptr_t)base | row_bytes | tile_bytes;
+    int vec = 16;
+    while (vec > 1 && a % (uint64_t)vec != 0) vec /= 2;
+    return vec;
+}
 
 bool matmul_type_supported(uint32_t type) {
     switch (type) {
@@ -82,8 +104,8 @@ bool matmul_type_supported(uint32_t type) {
 }
 
 void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows,
-                   const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid,
-                   void* stream) {
+                   int64_t tensor_rows, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy,
+                   const uint64_t* grid, void* stream) {
     if (n_rows <= 0 || ncols <= 0) return;
     if (n_rows > 0x7fffffff || ncols / kCols > 65535) {
         throw ArgumentError(DS4_GPU_WHO ": matmul of " + std::to_string(n_rows) + " rows x " +
@@ -91,7 +113,7 @@ void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t 
     }
     switch (type) {
 #define DS4_CASE(T) \
-    case T: launch_type<T>(W, row_bytes, n_in, n_rows, X, ldx, ncols, Y, ldy, grid, stream); return;
+    case T: launch_type<T>(W, row_bytes, n_in, n_rows, tensor_rows, X, ldx, ncols, Y, ldy, grid, stream); return;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
         default:

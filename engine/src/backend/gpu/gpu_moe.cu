@@ -1,14 +1,16 @@
 // Mixture of experts on the GPU (Backend::moe), grouped by expert without the host
 // reading the expert ids:
 //   1. plan (one thread): the (token, slot) pairs as columns grouped by expert in ascending
-//      id order, tokens ascending within an expert (cpu_moe.cpp's order);
-//   2. gate and up: block (row r, expert e) computes row r of expert e for each of e's
-//      columns (the expert's row is read from memory once, its columns hit the cache), then
-//      the clamped SwiGLU; the shared expert is one more launch over every token;
+//      id order, tokens ascending within an expert (cpu_moe.cpp's order), and the list of
+//      experts some token chose;
+//   2. gate and up: block (b, s) computes kDotBlock / L rows of the s-th chosen expert for
+//      each of its columns (a row is read from memory once per batch of kMoeCols columns),
+//      then the clamped SwiGLU; blocks past the chosen experts return at once. The shared
+//      expert is one more launch over every token;
 //   3. down, likewise;
 //   4. per token and element, the weighted sum in k order, the shared expert last (double).
-// Each product is gpu_dot.h's block_dot of one column, so a token's output never depends
-// on which other tokens share the call (verify == decode).
+// Each product is gpu_dot.h's group_dot with L from the expert's shape, so a token's output
+// never depends on which other tokens share the call (verify == decode).
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_dot.h"
 #include "backend/gpu/gpu_math.h"
@@ -16,7 +18,7 @@
 #include <stdint.h>
 
 namespace {
-[[maybe_unused]] constexpr int kThreads = 128;  // the launchers' block size (unused in the device pass)
+constexpr int kMoeCols = 4;  // columns of one expert a block computes per pass over its rows
 
 __device__ inline float clamped_swiglu(float gate, float up, double c) {
     double g = gate, u = up;
@@ -27,20 +29,23 @@ __device__ inline float clamped_swiglu(float gate, float up, double c) {
     return (float)(g * ds4::gpu::sigmoid(g) * u);
 }
 
-// Columns of group `e`: [first, first + m), and the token of column c.
-struct Cols {
-    int64_t first, m;
+// The expert of block slot s and its columns [first, first + m); e < 0: no such expert.
+struct Group {
+    int64_t e, first, m;
 };
-__device__ inline Cols group_cols(const int32_t* count, const int32_t* start, int64_t e, int64_t n_tokens) {
-    if (!count) return Cols{0, n_tokens};  // the shared expert: column c is token c
-    return Cols{start[e], count[e]};
+__device__ inline Group slot_group(const int32_t* active, const int32_t* n_active, const int32_t* count,
+                                   const int32_t* start, int64_t s, int64_t n_tokens) {
+    if (!active) return Group{0, 0, n_tokens};  // the shared expert: column c is token c
+    if (s >= *n_active) return Group{-1, 0, 0};
+    const int64_t e = active[s];
+    return Group{e, start[e], count[e]};
 }
 }  // namespace
 
 // Fault 3: an expert id outside 0..NX-1 (then no routed expert contributes).
 extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n_pairs, int64_t NX, int32_t* count,
-                                               int32_t* start, int32_t* col_of, int32_t* tok_of, int64_t K,
-                                               int* fault) {
+                                               int32_t* start, int32_t* col_of, int32_t* tok_of, int32_t* active,
+                                               int32_t* n_active, int64_t K, int* fault) {
     if (ds4_thread_x() != 0 || ds4_block_x() != 0) return;
     for (int64_t e = 0; e < NX; ++e) count[e] = 0;
     bool bad = false;
@@ -56,13 +61,16 @@ extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n
         *fault = 3;
         for (int64_t e = 0; e < NX; ++e) count[e] = 0;
         for (int64_t j = 0; j < n_pairs; ++j) col_of[j] = -1;
+        *n_active = 0;
         return;
     }
-    int32_t c = 0;
+    int32_t c = 0, a = 0;
     for (int64_t e = 0; e < NX; ++e) {
         start[e] = c;
         c += count[e];
+        if (count[e]) active[a++] = (int32_t)e;
     }
+    *n_active = a;
     // start[] is advanced while placing, then restored (each expert's first column).
     for (int64_t j = 0; j < n_pairs; ++j) {
         const int32_t col = start[experts[j]]++;
@@ -72,50 +80,79 @@ extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n
     for (int64_t e = 0; e < NX; ++e) start[e] -= count[e];
 }
 
-// Block (r, e): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)).
+// Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)).
 template <uint32_t TYPE>
 __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes,
-                                       uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* count,
-                                       const int32_t* start, const int32_t* tok_of, int64_t n_tokens, int64_t F,
-                                       double clamp, float* act, const uint64_t* grid) {
-    __shared__ float part[ds4::gpu::kDotThreads];
-    const int64_t r = ds4_block_x(), e = ds4_block_y();
-    const Cols cols = group_cols(count, start, e, n_tokens);
-    const uint8_t* grow = gate + e * expert_bytes + (uint64_t)r * row_bytes;
-    const uint8_t* urow = up + e * expert_bytes + (uint64_t)r * row_bytes;
-    for (int64_t c = cols.first; c < cols.first + cols.m; ++c) {
-        const float* x[1] = {h + (int64_t)(tok_of ? tok_of[c] : c) * n_in};
-        float g, u;
-        ds4::gpu::block_dot<1, TYPE>(grow, n_in, x, grid, part, &g);
-        ds4::gpu::block_dot<1, TYPE>(urow, n_in, x, grid, part, &u);
-        if (ds4_thread_x() == 0) act[c * F + r] = clamped_swiglu(g, u, clamp);
+                                       uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* active,
+                                       const int32_t* n_active, const int32_t* count, const int32_t* start,
+                                       const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act,
+                                       const uint64_t* grid, int L, int vec, int x4) {
+    alignas(16) __shared__ uint8_t tile[ds4::gpu::kTileBytes<TYPE>];
+    __shared__ float part[kMoeCols * ds4::gpu::kDotBlock];
+    const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
+    if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
+    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
+    const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
+    const bool live = r < F;
+    const uint8_t* grow = live ? gate + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
+    const uint8_t* urow = live ? up + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
+    uint8_t* my_tile = tile + ln.group * ds4::gpu::row_span_bytes<TYPE>((int64_t)ds4::gpu::kChunksPerLane * ds4::gpu::kChunk * L);
+    for (int64_t c0 = 0; c0 < grp.m; c0 += kMoeCols) {
+        const int nc = grp.m - c0 < kMoeCols ? (int)(grp.m - c0) : kMoeCols;
+        const float* x[kMoeCols];
+        for (int c = 0; c < kMoeCols; ++c) {
+            const int64_t col = grp.first + c0 + (c < nc ? c : 0);
+            x[c] = h + (int64_t)(tok_of ? tok_of[col] : col) * n_in;
+        }
+        float acc[kMoeCols], g[kMoeCols], u[kMoeCols];
+        for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
+        ds4::gpu::group_dot<kMoeCols, TYPE>(grow, n_in, ln, my_tile, vec, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, g);
+        for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
+        ds4::gpu::group_dot<kMoeCols, TYPE>(urow, n_in, ln, my_tile, vec, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, u);
+        if (live && ln.lane == 0) {
+            for (int c = 0; c < nc; ++c) act[(grp.first + c0 + c) * F + r] = clamped_swiglu(g[c], u[c], clamp);
+        }
     }
 }
 
-// Block (r, e): out[c * E + r] = down_e.row(r) . act[c].
+// Block (b, s): out[c * E + r] = down_e.row(r) . act[c].
 template <uint32_t TYPE>
 __global__ void ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, uint64_t row_bytes, int64_t F,
-                                    const float* act, const int32_t* count, const int32_t* start, int64_t n_tokens,
-                                    int64_t E, float* out, const uint64_t* grid) {
-    __shared__ float part[ds4::gpu::kDotThreads];
-    const int64_t r = ds4_block_x(), e = ds4_block_y();
-    const Cols cols = group_cols(count, start, e, n_tokens);
-    const uint8_t* row = down + e * expert_bytes + (uint64_t)r * row_bytes;
-    for (int64_t c = cols.first; c < cols.first + cols.m; ++c) {
-        const float* x[1] = {act + c * F};
-        float y;
-        ds4::gpu::block_dot<1, TYPE>(row, F, x, grid, part, &y);
-        if (ds4_thread_x() == 0) out[c * E + r] = y;
+                                    const float* act, const int32_t* active, const int32_t* n_active,
+                                    const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
+                                    const uint64_t* grid, int L, int vec, int x4) {
+    alignas(16) __shared__ uint8_t tile[ds4::gpu::kTileBytes<TYPE>];
+    __shared__ float part[kMoeCols * ds4::gpu::kDotBlock];
+    const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
+    if (grp.e < 0) return;
+    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
+    const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
+    const uint8_t* row = r < E ? down + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
+    uint8_t* my_tile = tile + ln.group * ds4::gpu::row_span_bytes<TYPE>((int64_t)ds4::gpu::kChunksPerLane * ds4::gpu::kChunk * L);
+    for (int64_t c0 = 0; c0 < grp.m; c0 += kMoeCols) {
+        const int nc = grp.m - c0 < kMoeCols ? (int)(grp.m - c0) : kMoeCols;
+        const float* x[kMoeCols];
+        for (int c = 0; c < kMoeCols; ++c) x[c] = act + (grp.first + c0 + (c < nc ? c : 0)) * F;
+        float acc[kMoeCols], y[kMoeCols];
+        for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
+        ds4::gpu::group_dot<kMoeCols, TYPE>(row, F, ln, my_tile, vec, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, y);
+        if (row && ln.lane == 0) {
+            for (int c = 0; c < nc; ++c) out[(grp.first + c0 + c) * E + r] = y[c];
+        }
     }
 }
 
-#define DS4_MOE_INSTANCES(T)                                                                                       \
-    template __global__ void ds4_moe_gate_up_kernel<T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, \
+#define DS4_MOE_INSTANCES(T)                                                                                        \
+    template __global__ void ds4_moe_gate_up_kernel<T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t,  \
                                                        const float*, const int32_t*, const int32_t*, const int32_t*, \
-                                                       int64_t, int64_t, double, float*, const uint64_t*);          \
-    template __global__ void ds4_moe_down_kernel<T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*,      \
-                                                    const int32_t*, const int32_t*, int64_t, int64_t, float*,       \
-                                                    const uint64_t*);
+                                                       const int32_t*, const int32_t*, int64_t, int64_t, double,    \
+                                                       float*, const uint64_t*, int, int, int);                     \
+    template __global__ void ds4_moe_down_kernel<T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*,       \
+                                                    const int32_t*, const int32_t*, const int32_t*, const int32_t*,  \
+                                                    int64_t, int64_t, float*, const uint64_t*, int, int, int);
 DS4_GPU_FOR_EACH_TYPE(DS4_MOE_INSTANCES)
 
 // One thread per (token, element): y = sum_k w_k out[col(i, k)] + shared, in double.
@@ -135,6 +172,7 @@ extern "C" __global__ void ds4_moe_combine_kernel(const float* out, const float*
 }
 
 #if DS4_GPU_HOST_CODE
+#include <algorithm>
 #include <string>
 
 #include "backend/gpu/gpu_kernels.h"
@@ -145,34 +183,72 @@ namespace gpu {
 
 namespace {
 
-void gate_up(uint32_t type, dim3 g, void* s, const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes,
-             uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* count, const int32_t* start,
-             const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act, const uint64_t* grid) {
+// One matrix (gate+up or down) of a set of experts: where it is and how it is reduced.
+struct ExpertMatrix {
+    uint32_t type;
+    int64_t rows, n_in;
+    uint64_t row_bytes, expert_bytes;
+    int L, vec;
+};
+
+template <uint32_t T>
+ExpertMatrix shape_of(int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_bytes, uint64_t expert_bytes,
+                      const void* base) {
+    // Lanes from the experts' shape and how many a token uses, never from the call's tokens.
+    const int L = dot_lanes(rows * n_used, n_in);
+    return ExpertMatrix{T, rows, n_in, row_bytes, expert_bytes, L,
+                        dot_vec(base, row_bytes | expert_bytes, (uint64_t)row_span_bytes<T>((int64_t)kChunksPerLane * kChunk * L))};
+}
+
+ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_bytes,
+                           uint64_t expert_bytes, const void* base) {
     switch (type) {
-#define DS4_CASE(T)                                                                                                \
-    case T:                                                                                                        \
-        ds4_launch(ds4_moe_gate_up_kernel<T>, g, dim3(kThreads), s, gate, up, expert_bytes, row_bytes, n_in, h, count, \
-                   start, tok_of, n_tokens, F, clamp, act, grid);                                                   \
-        break;
+#define DS4_CASE(T) \
+    case T: return shape_of<T>(rows, n_in, n_used, row_bytes, expert_bytes, base);
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(type));
     }
-    DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_kernel");
 }
 
-void down(uint32_t type, dim3 g, void* s, const uint8_t* w, uint64_t expert_bytes, uint64_t row_bytes, int64_t F,
-          const float* act, const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
-          const uint64_t* grid) {
-    switch (type) {
-#define DS4_CASE(T)                                                                                                  \
-    case T:                                                                                                          \
-        ds4_launch(ds4_moe_down_kernel<T>, g, dim3(kThreads), s, w, expert_bytes, row_bytes, F, act, count, start, \
-                   n_tokens, E, out, grid);                                                                          \
+dim3 grid_of(const ExpertMatrix& m, int64_t slots) {
+    const int64_t per = kDotBlock / m.L;
+    return dim3((unsigned)((m.rows + per - 1) / per), (unsigned)slots);
+}
+
+int x_aligned(const float* x, int64_t ld) { return ((uintptr_t)x % 16 == 0 && ld % 4 == 0) ? 1 : 0; }
+
+void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate, const uint8_t* up, const float* h,
+             const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,
+             const int32_t* tok_of, int64_t n_tokens, double clamp, float* act, const uint64_t* grid) {
+    const int x4 = x_aligned(h, m.n_in);
+    switch (m.type) {
+#define DS4_CASE(T)                                                                                                 \
+    case T:                                                                                                         \
+        ds4_launch(ds4_moe_gate_up_kernel<T>, grid_of(m, slots), dim3(kDotBlock), s, gate, up, m.expert_bytes,      \
+                   m.row_bytes, m.n_in, h, active, n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, \
+                   m.L, m.vec, x4);                                                                                 \
         break;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
-        default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(type));
+        default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
+    }
+    DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_kernel");
+}
+
+void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const float* act, const int32_t* active,
+          const int32_t* n_active, const int32_t* count, const int32_t* start, int64_t n_tokens, float* out,
+          const uint64_t* grid) {
+    const int x4 = x_aligned(act, m.n_in);
+    switch (m.type) {
+#define DS4_CASE(T)                                                                                                  \
+    case T:                                                                                                          \
+        ds4_launch(ds4_moe_down_kernel<T>, grid_of(m, slots), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes,    \
+                   m.n_in, act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.vec, x4);         \
+        break;
+        DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
+#undef DS4_CASE
+        default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_kernel");
 }
@@ -183,19 +259,24 @@ void launch_moe(const MoeLaunch& a, void* s) {
     if (a.n_tokens <= 0) return;
     const int64_t n_pairs = a.n_tokens * a.K;
     ds4_launch(ds4_moe_plan_kernel, dim3(1), dim3(1), s, a.experts, n_pairs, a.n_expert, a.count, a.start, a.col_of,
-               a.tok_of, a.K, a.fault);
+               a.tok_of, a.active, a.n_active, a.K, a.fault);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_plan_kernel");
-    // Routed experts: every (row, expert); experts nobody chose return at once.
-    gate_up(a.exp.type, dim3((unsigned)a.exp.F, (unsigned)a.n_expert), s, a.exp.gate, a.exp.up, a.exp.gate_up_expert_bytes,
-            a.exp.gate_up_row_bytes, a.E, a.h, a.count, a.start, a.tok_of, a.n_tokens, a.exp.F, a.clamp, a.act,
-            a.grid);
-    down(a.exp.down_type, dim3((unsigned)a.E, (unsigned)a.n_expert), s, a.exp.down, a.exp.down_expert_bytes,
-         a.exp.down_row_bytes, a.exp.F, a.act, a.count, a.start, a.n_tokens, a.E, a.out, a.grid);
+    // Routed experts: a slot for each expert some pair may have chosen; slots past the
+    // chosen ones return at once.
+    const int64_t slots = std::min<int64_t>(a.n_expert, n_pairs);
+    const ExpertMatrix gu = expert_matrix(a.exp.type, a.exp.F, a.E, a.K, a.exp.gate_up_row_bytes,
+                                          a.exp.gate_up_expert_bytes, a.exp.gate);
+    const ExpertMatrix dn = expert_matrix(a.exp.down_type, a.E, a.exp.F, a.K, a.exp.down_row_bytes,
+                                          a.exp.down_expert_bytes, a.exp.down);
+    gate_up(gu, slots, s, a.exp.gate, a.exp.up, a.h, a.active, a.n_active, a.count, a.start, a.tok_of, a.n_tokens,
+            a.clamp, a.act, a.grid);
+    down(dn, slots, s, a.exp.down, a.act, a.active, a.n_active, a.count, a.start, a.n_tokens, a.out, a.grid);
     // The shared expert: one group, column c = token c.
-    gate_up(a.sh.type, dim3((unsigned)a.sh.F, 1), s, a.sh.gate, a.sh.up, 0, a.sh.gate_up_row_bytes, a.E, a.h, nullptr,
-            nullptr, nullptr, a.n_tokens, a.sh.F, a.clamp_shared, a.act_sh, a.grid);
-    down(a.sh.down_type, dim3((unsigned)a.E, 1), s, a.sh.down, 0, a.sh.down_row_bytes, a.sh.F, a.act_sh, nullptr, nullptr,
-         a.n_tokens, a.E, a.out_sh, a.grid);
+    const ExpertMatrix sgu = expert_matrix(a.sh.type, a.sh.F, a.E, 1, a.sh.gate_up_row_bytes, 0, a.sh.gate);
+    const ExpertMatrix sdn = expert_matrix(a.sh.down_type, a.E, a.sh.F, 1, a.sh.down_row_bytes, 0, a.sh.down);
+    gate_up(sgu, 1, s, a.sh.gate, a.sh.up, a.h, nullptr, nullptr, nullptr, nullptr, nullptr, a.n_tokens,
+            a.clamp_shared, a.act_sh, a.grid);
+    down(sdn, 1, s, a.sh.down, a.act_sh, nullptr, nullptr, nullptr, nullptr, a.n_tokens, a.out_sh, a.grid);
     const int64_t work = a.n_tokens * a.E;
     ds4_launch(ds4_moe_combine_kernel, dim3((unsigned)((work + 127) / 128)), dim3(128), s, a.out, a.out_sh, a.col_of,
                a.weights, a.n_tokens, a.K, a.E, a.y);

@@ -13,6 +13,8 @@ namespace {
 [[maybe_unused]] constexpr int kThreads = 128;  // the launchers' block size (unused in the device pass)
 constexpr int kMaxIdxDim = 1024;  // indexer row length one block transforms in shared memory
 constexpr double kMoeWeightSumFloor = 6.103515625e-5;  // as cpu_route.cpp
+constexpr int kRouteMaxExperts = 2048;  // biased routing scores one block holds (the launcher checks)
+[[maybe_unused]] constexpr int kRouteThreads = 256;
 }  // namespace
 
 // Block i: token i's row of the table into its n_copies streams (fault 1: id out of range).
@@ -119,18 +121,23 @@ __device__ inline double route_score(float logit) {
 }
 }  // namespace
 
-// One thread per token (cpu_route.cpp): s = sqrt(softplus(logit)); hash rows or the top K of
-// s + bias (ties: lower id first, as the CPU's partial_sort comparator orders them); weights
-// s / max(sum, floor) * scale. Fault 2: a token id outside the hash table.
+// Block i: token i (cpu_route.cpp): s = sqrt(softplus(logit)); hash rows or the top K of
+// s + bias, k-th best first (ties: lower id first, as the CPU's partial_sort comparator
+// orders them); weights s / max(sum, floor) * scale. The biased choice is parallel: each
+// thread scores experts into shared memory, then an expert's place is its rank, the number of
+// experts that beat it (a larger value, or an equal one with a lower id). Fault 2: a token
+// id outside the hash table.
 extern "C" __global__ void ds4_route_kernel(const float* logits, const int32_t* tokens, int64_t n, int64_t NX,
                                             int64_t K, const int32_t* hash, int64_t hash_rows, int64_t hash_stride,
                                             const float* bias, int normalise, double scale, int32_t* experts,
                                             float* weights, int* fault) {
-    const int64_t i = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
-    if (i >= n) return;
+    __shared__ double v[kRouteMaxExperts];
+    const int64_t i = ds4_block_x();
+    const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
     const float* gl = logits + i * NX;
     int32_t* ex = experts + i * K;
     if (hash) {
+        if (t != 0) return;
         const int32_t tok = tokens[i];
         if (tok < 0 || tok >= hash_rows) {
             *fault = 2;
@@ -138,21 +145,16 @@ extern "C" __global__ void ds4_route_kernel(const float* logits, const int32_t* 
         }
         for (int64_t k = 0; k < K; ++k) ex[k] = hash[(int64_t)tok * hash_stride + k];
     } else {
-        for (int64_t k = 0; k < K; ++k) {
-            int32_t best = -1;
-            double best_v = 0.0;
-            for (int64_t e = 0; e < NX; ++e) {
-                bool taken = false;
-                for (int64_t j = 0; j < k; ++j) taken = taken || ex[j] == e;
-                if (taken) continue;
-                const double v = route_score(gl[e]) + (double)bias[e];
-                if (best < 0 || v > best_v) {  // strict: the lower id keeps a tie
-                    best = (int32_t)e;
-                    best_v = v;
-                }
-            }
-            ex[k] = best;
+        for (int64_t e = t; e < NX; e += T) v[e] = route_score(gl[e]) + (double)bias[e];
+        ds4_sync_block();
+        for (int64_t e = t; e < NX; e += T) {
+            const double ve = v[e];
+            int64_t rank = 0;
+            for (int64_t o = 0; o < NX && rank < K; ++o) rank += (v[o] > ve || (v[o] == ve && o < e)) ? 1 : 0;
+            if (rank < K) ex[rank] = (int32_t)e;
         }
+        ds4_sync_block();  // ex[] written by other threads of the block
+        if (t != 0) return;
     }
     double sum = 0.0;
     for (int64_t k = 0; k < K; ++k) sum += route_score(gl[ex[k]]);
@@ -248,8 +250,12 @@ void launch_route(const float* logits, const int32_t* tokens, int64_t n, int64_t
                   const int32_t* hash, int64_t hash_rows, int64_t hash_stride, const float* bias, bool normalise,
                   double scale, int32_t* experts, float* weights, int* fault, void* s) {
     if (n <= 0) return;
-    ds4_launch(ds4_route_kernel, dim3(blocks_for(n, 32, "route")), dim3(32), s, logits, tokens, n, n_expert, K, hash,
-               hash_rows, hash_stride, bias, normalise ? 1 : 0, scale, experts, weights, fault);
+    if (!hash && n_expert > kRouteMaxExperts) {
+        throw UnsupportedError(DS4_GPU_WHO ": route: " + std::to_string(n_expert) + " experts; the kernel scores at most " +
+                               std::to_string(kRouteMaxExperts));
+    }
+    ds4_launch(ds4_route_kernel, dim3(blocks_for(n, 1, "route")), dim3(kRouteThreads), s, logits, tokens, n, n_expert, K,
+               hash, hash_rows, hash_stride, bias, normalise ? 1 : 0, scale, experts, weights, fault);
     DS4_GPU_CHECK_LAUNCH("ds4_route_kernel");
 }
 
