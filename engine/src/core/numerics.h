@@ -119,16 +119,20 @@ DS4_HD inline double round_to_grid(double x, bool e4m3) {
     return x < 0 ? -v : v;
 }
 
+// One value of a block with scale s (block_round_trip's step, on its own for the GPU's
+// one-thread-per-value kernels).
+DS4_HD inline float round_trip_value(float v, double s, double top, bool e4m3) {
+    const double q = min_f64(max_f64((double)v / s, -top), top);
+    return (float)(round_to_grid(q, e4m3) * s);
+}
+
 DS4_HD inline void block_round_trip(float* x, int64_t n, int64_t block, double top, double amax_floor, bool e4m3) {
     for (int64_t off = 0; off < n; off += block) {
         const int64_t len = block < n - off ? block : n - off;
         double amax = 0.0;
         for (int64_t i = 0; i < len; ++i) amax = max_f64(amax, (double)abs_f32(x[off + i]));
         const double s = pow2_scale(max_f64(amax, amax_floor), top);
-        for (int64_t i = 0; i < len; ++i) {
-            const double q = min_f64(max_f64((double)x[off + i] / s, -top), top);
-            x[off + i] = (float)(round_to_grid(q, e4m3) * s);
-        }
+        for (int64_t i = 0; i < len; ++i) x[off + i] = round_trip_value(x[off + i], s, top, e4m3);
     }
 }
 
@@ -197,28 +201,33 @@ DS4_HD inline void hadamard_inplace(double* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 
+// YaRN correction range in pair indices (ds4.c rope_yarn_corr_dims): floor of the beta_fast
+// dim, ceil of the beta_slow dim, clipped to [0, n_rot-1]; 0, 0 without YaRN.
+DS4_HD inline void rope_yarn_range(const RopeSpec& p, double* lo, double* hi) {
+    *lo = 0.0;
+    *hi = 0.0;
+    if (p.ext_factor != 0.0) {
+        *lo = num::max_f64(0.0, ::floor(num::rope_corr_dim(p, p.beta_fast)));
+        *hi = num::min_f64((double)(p.n_rot - 1), ::ceil(num::rope_corr_dim(p, p.beta_slow)));
+    }
+}
+
+// Angle of adjacent pair i at position pos (lo, hi from rope_yarn_range).
+DS4_HD inline double rope_angle(double pos, const RopeSpec& p, int64_t i, double lo, double hi) {
+    const double extrap = pos * ::pow(p.freq_base, -2.0 * (double)i / (double)p.n_rot);
+    const double interp = p.freq_scale * extrap;
+    if (p.ext_factor == 0.0) return interp;
+    const double y = ((double)i - lo) / num::max_f64(0.001, hi - lo);
+    const double mix = (1.0 - num::min_f64(num::max_f64(y, 0.0), 1.0)) * p.ext_factor;
+    return interp * (1.0 - mix) + extrap * mix;
+}
+
 // Angle of each of the n_rot/2 adjacent pairs at position pos into theta[n_rot / 2]
 // (YaRN ramp when ext_factor != 0).
 DS4_HD inline void rope_angles(double pos, const RopeSpec& p, double* theta) {
-    const int64_t half = p.n_rot / 2;
-    double lo = 0.0, hi = 0.0;
-    if (p.ext_factor != 0.0) {
-        // YaRN correction range in pair indices (ds4.c rope_yarn_corr_dims): floor
-        // of the beta_fast dim, ceil of the beta_slow dim, clipped to [0, n_rot-1].
-        lo = num::max_f64(0.0, ::floor(num::rope_corr_dim(p, p.beta_fast)));
-        hi = num::min_f64((double)(p.n_rot - 1), ::ceil(num::rope_corr_dim(p, p.beta_slow)));
-    }
-    for (int64_t i = 0; i < half; ++i) {
-        const double extrap = pos * ::pow(p.freq_base, -2.0 * (double)i / (double)p.n_rot);
-        const double interp = p.freq_scale * extrap;
-        if (p.ext_factor == 0.0) {
-            theta[i] = interp;
-            continue;
-        }
-        const double y = ((double)i - lo) / num::max_f64(0.001, hi - lo);
-        const double mix = (1.0 - num::min_f64(num::max_f64(y, 0.0), 1.0)) * p.ext_factor;
-        theta[i] = interp * (1.0 - mix) + extrap * mix;
-    }
+    double lo, hi;
+    rope_yarn_range(p, &lo, &hi);
+    for (int64_t i = 0; i < p.n_rot / 2; ++i) theta[i] = rope_angle(pos, p, i, lo, hi);
 }
 
 }  // namespace ds4

@@ -12,12 +12,15 @@
 // indexer_select: scores one thread per (token, row), then per token the top_k by rank
 // (rows ranked by score, ties to the lower row) and written in ascending row order.
 #include "backend/gpu/gpu_compat.h"
-#include "backend/gpu/gpu_math.h"
+#include "backend/gpu/gpu_math.h"  // before gpu_dequant.h: core/numerics.h needs its device libm
+#include "backend/gpu/gpu_dequant.h"
 
 #include <stdint.h>
 
 namespace {
 constexpr int kThreads = 128;
+constexpr int kOutPerThread = 4;  // head_dim <= kThreads * kOutPerThread (the launcher checks)
+constexpr int kKeyTile = 256;     // keys whose row pointers a block holds at once
 
 struct Keys {
     // Sequence-state mode (ring != null): window rows then compressed rows.
@@ -32,18 +35,21 @@ struct Keys {
     int64_t T;
 };
 
+// Token i's keys, with the state's fields copied by value (a pointer to the kernel's
+// parameter would put it in local memory).
 struct TokenKeys {
-    const Keys* k;
-    int64_t i, p, w0, nwin, ncomp;
+    const uint16_t *ring, *comp;
+    const int32_t* selected;
+    int64_t ring_rows, top_k, i, p, w0, nwin, ncomp;
     __device__ const uint16_t* f16_row(int64_t t, int64_t D) const {
-        if (t < nwin) return k->ring + ((w0 + t) % k->ring_rows) * D;
-        const int64_t c = k->selected ? (int64_t)k->selected[i * k->top_k + (t - nwin)] : t - nwin;
-        return k->comp + c * D;
+        if (t < nwin) return ring + ((w0 + t) % ring_rows) * D;
+        const int64_t c = selected ? (int64_t)selected[i * top_k + (t - nwin)] : t - nwin;
+        return comp + c * D;
     }
 };
 
 __device__ inline TokenKeys token_keys(const Keys& k, int64_t i, int64_t p) {
-    TokenKeys tk{&k, i, p, 0, 0, 0};
+    TokenKeys tk{k.ring, k.comp, k.selected, k.ring_rows, k.top_k, i, p, 0, 0, 0};
     if (!k.ring) {
         tk.nwin = k.T;
         return tk;
@@ -65,6 +71,8 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
     __shared__ double cs[ds4::gpu::kRopeShared];
     __shared__ double red[kThreads];
     __shared__ double den_s;
+    __shared__ const void* key_row[kKeyTile];
+    __shared__ double key_w[kKeyTile];
     const int t = (int)ds4_thread_x();
     const int64_t b = ds4_block_x(), i = b / n_head, h = b % n_head, p = p0 + i;
     const TokenKeys tk = token_keys(keys, i, p);
@@ -78,7 +86,7 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
         double v;
         if (keys.ring) {
             const uint16_t* kr = tk.f16_row(k, D);
-            v = ds4::gpu::attn_dot(q, [kr](int64_t j) { return (double)ds4::f16_to_f32(kr[j]); }, D);
+            v = ds4::gpu::attn_dot(q, [kr](int64_t j) { return (double)ds4::gpu::f16_bits_to_f32(kr[j]); }, D);
         } else {
             const float* kr = keys.rows + k * D;
             v = ds4::gpu::attn_dot(q, [kr](int64_t j) { return (double)kr[j]; }, D);
@@ -102,15 +110,36 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
         den_s = den;
     }
     ds4_sync_block();
+    // o_j = sum_k e_k key_k[j] in key order from 0: keys a tile at a time, the tile's row
+    // pointers and weights in shared memory, each thread's kOutPerThread outputs in registers.
     float* o = O + (i * n_head + h) * D;
-    for (int64_t j = t; j < D; j += kThreads) {
-        double acc = 0.0;
-        if (keys.ring) {
-            for (int64_t k = 0; k < T; ++k) acc = __builtin_fma(s[k], (double)ds4::f16_to_f32(tk.f16_row(k, D)[j]), acc);
-        } else {
-            for (int64_t k = 0; k < T; ++k) acc = __builtin_fma(s[k], (double)keys.rows[k * D + j], acc);
+    double acc[kOutPerThread];
+    for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = 0.0;
+    for (int64_t k0 = 0; k0 < T; k0 += kKeyTile) {
+        const int64_t kt = T - k0 < kKeyTile ? T - k0 : kKeyTile;
+        for (int64_t kk = t; kk < kt; kk += kThreads) {
+            key_row[kk] = keys.ring ? (const void*)tk.f16_row(k0 + kk, D) : (const void*)(keys.rows + (k0 + kk) * D);
+            key_w[kk] = s[k0 + kk];
         }
-        o[j] = (float)(acc / den_s);
+        ds4_sync_block();
+        for (int jj = 0; jj < kOutPerThread; ++jj) {
+            const int64_t j = t + (int64_t)jj * kThreads;
+            if (j >= D) break;
+            double a = acc[jj];
+            if (keys.ring) {
+                for (int64_t kk = 0; kk < kt; ++kk) {
+                    a = __builtin_fma(key_w[kk], (double)ds4::gpu::f16_bits_to_f32(((const uint16_t*)key_row[kk])[j]), a);
+                }
+            } else {
+                for (int64_t kk = 0; kk < kt; ++kk) a = __builtin_fma(key_w[kk], (double)((const float*)key_row[kk])[j], a);
+            }
+            acc[jj] = a;
+        }
+        ds4_sync_block();
+    }
+    for (int jj = 0; jj < kOutPerThread; ++jj) {
+        const int64_t j = t + (int64_t)jj * kThreads;
+        if (j < D) o[j] = (float)(acc[jj] / den_s);
     }
     ds4_sync_block();
     for (int64_t pi = t; pi < rope.n_rot / 2; pi += kThreads) ds4::gpu::rope_pair(o, D, rope.n_rot, cs, pi, true);
@@ -179,6 +208,10 @@ void launch_attention(const AttnKeys& k, int64_t p0, int64_t n, const float* Q, 
     if (rope.n_rot > kMaxRot) {
         throw ArgumentError(DS4_GPU_WHO ": attention: n_rot " + std::to_string(rope.n_rot) + " > " +
                             std::to_string(kMaxRot));
+    }
+    if (D > (int64_t)kThreads * kOutPerThread) {
+        throw ArgumentError(DS4_GPU_WHO ": attention: head_dim " + std::to_string(D) + " > " +
+                            std::to_string(kThreads * kOutPerThread));
     }
     const Keys keys{k.ring, k.ring_rows, k.n_swa, k.comp, k.ratio, k.selected, k.top_k, k.rows, k.T};
     ds4_launch(ds4_attention_kernel, dim3((unsigned)(n * n_head)), dim3(kThreads), s, keys, p0, Q, n_head, D, sinks,

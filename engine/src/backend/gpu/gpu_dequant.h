@@ -22,11 +22,29 @@ namespace gpu {
 
 constexpr int kChunk = 8;
 
+struct alignas(16) uint4_t {
+    uint32_t a, b, c, d;
+};
+
 __device__ inline uint16_t rd16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 __device__ inline uint32_t rd32(const uint8_t* p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 __device__ inline float h2f(const uint8_t* p) { return ds4::f16_to_f32(rd16(p)); }
+
+// F16 -> F32 by the hardware where there is one (the conversion is exact, so every path
+// gives ds4::f16_to_f32's bits).
+__device__ inline float f16_bits_to_f32(uint16_t h) {
+#if defined(__CUDA_ARCH__) && !defined(__clang__)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#elif defined(__HIP_DEVICE_COMPILE__) || (defined(__clang__) && defined(__AMDGCN__))
+    return (float)__builtin_bit_cast(_Float16, h);
+#else
+    return ds4::f16_to_f32(h);
+#endif
+}
 
 // MXFP4's shared exponent as 2^(x-127) / 2 (its code values are doubled E2M1).
 __device__ inline float e8m0_half(uint8_t x) {
@@ -133,6 +151,77 @@ __device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, con
             return 1.0f;
         }
     }
+}
+
+// The alignment (bytes) load_chunk_wide needs of a row's start for its word loads; 0: no
+// wide path for the type.
+template <uint32_t TYPE>
+__host__ __device__ constexpr int wide_alignment() {
+    return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16 : TYPE == 8 ? 2 : TYPE == 10 ? 4 : 0;
+}
+
+// load_chunk with word and vector loads for the types the real model streams (Q8_0, Q2_K
+// and the float rows), when `wide` (the row starts on wide_alignment<TYPE>() and rows are a
+// multiple of it apart); the same values and factor as load_chunk, bit for bit.
+template <uint32_t TYPE>
+__device__ inline float load_chunk_wide(const uint8_t* row, int64_t k, int64_t n, const uint64_t* grid, float* w,
+                                        bool wide) {
+    if constexpr (wide_alignment<TYPE>() != 0) {
+        if (wide) {
+            const int64_t e0 = k * kChunk;
+            if constexpr (TYPE == 0 || TYPE == 1 || TYPE == 30) {
+                if (e0 + kChunk <= n) {
+                    if constexpr (TYPE == 0) {
+                        const uint32_t* p = reinterpret_cast<const uint32_t*>(row) + e0;
+                        for (int h = 0; h < 2; ++h) {
+                            const uint4_t v = reinterpret_cast<const uint4_t*>(p)[h];
+                            w[4 * h] = ds4::num::f32_of(v.a), w[4 * h + 1] = ds4::num::f32_of(v.b);
+                            w[4 * h + 2] = ds4::num::f32_of(v.c), w[4 * h + 3] = ds4::num::f32_of(v.d);
+                        }
+                    } else {
+                        const uint4_t v = *reinterpret_cast<const uint4_t*>(row + 2 * e0);
+                        const uint32_t words[4] = {v.a, v.b, v.c, v.d};
+                        for (int j = 0; j < 4; ++j) {
+                            const uint16_t lo = (uint16_t)(words[j] & 0xFFFFu), hi = (uint16_t)(words[j] >> 16);
+                            if constexpr (TYPE == 1) {
+                                w[2 * j] = f16_bits_to_f32(lo), w[2 * j + 1] = f16_bits_to_f32(hi);
+                            } else {
+                                w[2 * j] = ds4::num::f32_of((uint32_t)lo << 16);
+                                w[2 * j + 1] = ds4::num::f32_of((uint32_t)hi << 16);
+                            }
+                        }
+                    }
+                    return 1.0f;
+                }
+            } else if constexpr (TYPE == 8) {  // Q8_0: 2-byte aligned blocks of 34
+                const uint8_t* b = row + (e0 / 32) * 34;
+                const uint16_t* q = reinterpret_cast<const uint16_t*>(b + 2 + (e0 % 32));
+                for (int j = 0; j < 4; ++j) {
+                    const uint16_t v = q[j];
+                    w[2 * j] = (float)(int8_t)(v & 0xFF);
+                    w[2 * j + 1] = (float)(int8_t)(v >> 8);
+                }
+                return f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(b));
+            } else if constexpr (TYPE == 10) {  // Q2_K: 4-byte aligned blocks of 84
+                const uint8_t* b = row + (e0 / 256) * 84;
+                const int j0 = (int)(e0 % 256);
+                const uint32_t dd = *reinterpret_cast<const uint32_t*>(b + 80);
+                const float d = f16_bits_to_f32((uint16_t)(dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(dd >> 16));
+                const uint32_t sc = b[j0 / 16];
+                const float dl = d * (float)(sc & 0xF), ml = dmin * (float)(sc >> 4);
+                // the chunk's 8 codes: bytes (j0 / 128) * 32 + j0 % 32 .. + 8, shifted by 2 * ((j0 % 128) / 32)
+                const uint32_t* qw = reinterpret_cast<const uint32_t*>(b + 16 + (j0 / 128) * 32 + j0 % 32);
+                const int shift = 2 * ((j0 % 128) / 32);
+                const uint32_t q0 = qw[0], q1 = qw[1];
+                for (int j = 0; j < 4; ++j) {
+                    w[j] = ds4_fmaf(dl, (float)((q0 >> (8 * j + shift)) & 3u), -ml);
+                    w[4 + j] = ds4_fmaf(dl, (float)((q1 >> (8 * j + shift)) & 3u), -ml);
+                }
+                return 1.0f;
+            }
+        }
+    }
+    return load_chunk<TYPE>(row, k, n, grid, w);
 }
 
 }  // namespace gpu

@@ -13,40 +13,59 @@ namespace {
 constexpr int kMaxHc = 16;
 constexpr int kMaxSplit = 2 * kMaxHc + kMaxHc * kMaxHc;
 
-// hc_split_from_mix (cpu_hc.cpp), line for line.
+// hc_split_from_mix (cpu_hc.cpp) by the whole block: a thread per value of the n x n matrix
+// (and of pre/post), with a barrier between reading a row or column and writing it. Every
+// sum is the serial one, in the same order (each thread of a row or column adds the same
+// values from 0), so the split has the serial code's bits. `tmp` is shared memory of n * n
+// doubles; split is shared memory too.
 __device__ void hc_split_from_mix(const float* m, int64_t n, const float* scale, const float* base, int64_t iters,
-                                  double hc_eps, double* split) {
+                                  double hc_eps, double* split, double* tmp) {
+    const int64_t t0 = ds4_thread_x(), T = ds4_block_dim_x(), nn = n * n;
     double* pre = split;
     double* post = split + n;
     double* M = split + 2 * n;
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = t0; i < n; i += T) {
         pre[i] = ds4::gpu::sigmoid((double)scale[0] * m[i] + base[i]) + hc_eps;
         post[i] = 2.0 * ds4::gpu::sigmoid((double)scale[1] * m[n + i] + base[n + i]);
     }
-    for (int64_t r = 0; r < n; ++r) {
+    for (int64_t k = t0; k < nn; k += T) M[k] = (double)scale[2] * m[2 * n + k] + base[2 * n + k];
+    ds4_sync_block();
+    // Row softmax: tmp = exp(M - row max), then M = tmp / row sum + eps.
+    for (int64_t k = t0; k < nn; k += T) {
+        const int64_t r = k / n;
         double mx = -INFINITY;
-        for (int64_t c = 0; c < n; ++c) {
-            const int64_t k = 2 * n + r * n + c;
-            M[r * n + c] = (double)scale[2] * m[k] + base[k];
-            mx = ds4::num::max_f64(mx, M[r * n + c]);
-        }
-        double sum = 0.0;
-        for (int64_t c = 0; c < n; ++c) sum += (M[r * n + c] = ::exp(M[r * n + c] - mx));
-        for (int64_t c = 0; c < n; ++c) M[r * n + c] = M[r * n + c] / sum + hc_eps;
+        for (int64_t c = 0; c < n; ++c) mx = ds4::num::max_f64(mx, M[r * n + c]);
+        tmp[k] = ::exp(M[k] - mx);
     }
+    ds4_sync_block();
+    for (int64_t k = t0; k < nn; k += T) {
+        const int64_t r = k / n;
+        double sum = 0.0;
+        for (int64_t c = 0; c < n; ++c) sum += tmp[r * n + c];
+        M[k] = tmp[k] / sum + hc_eps;
+    }
+    ds4_sync_block();
     for (int64_t it = 0; it < (iters > 1 ? iters : 1); ++it) {
         if (it > 0) {  // rounds after the first: row normalisation, then column normalisation
-            for (int64_t r = 0; r < n; ++r) {
-                double s = 0.0;
-                for (int64_t c = 0; c < n; ++c) s += M[r * n + c];
-                for (int64_t c = 0; c < n; ++c) M[r * n + c] /= (s + hc_eps);
+            for (int64_t k = t0; k < nn; k += T) {
+                const int64_t r = k / n;
+                double sum = 0.0;
+                for (int64_t c = 0; c < n; ++c) sum += M[r * n + c];
+                tmp[k] = M[k] / (sum + hc_eps);
             }
+            ds4_sync_block();
+            for (int64_t k = t0; k < nn; k += T) M[k] = tmp[k];
+            ds4_sync_block();
         }
-        for (int64_t c = 0; c < n; ++c) {
-            double s = 0.0;
-            for (int64_t r = 0; r < n; ++r) s += M[r * n + c];
-            for (int64_t r = 0; r < n; ++r) M[r * n + c] /= (s + hc_eps);
+        for (int64_t k = t0; k < nn; k += T) {
+            const int64_t c = k % n;
+            double sum = 0.0;
+            for (int64_t r = 0; r < n; ++r) sum += M[r * n + c];
+            tmp[k] = M[k] / (sum + hc_eps);
         }
+        ds4_sync_block();
+        for (int64_t k = t0; k < nn; k += T) M[k] = tmp[k];
+        ds4_sync_block();
     }
 }
 
@@ -63,12 +82,10 @@ extern "C" __global__ void ds4_hc_pre_kernel(const float* mix, const float* X, i
                                              const float* scale, const float* base, int64_t iters, double hc_eps,
                                              float* u, double* split) {
     __shared__ double sp[kMaxSplit];
+    __shared__ double tmp[kMaxHc * kMaxHc];
     const int64_t t = ds4_block_x(), SS = 2 * n_hc + n_hc * n_hc;
-    if (ds4_thread_x() == 0) {
-        hc_split_from_mix(mix + t * n_mix, n_hc, scale, base, iters, hc_eps, sp);
-        for (int64_t k = 0; k < SS; ++k) split[t * SS + k] = sp[k];
-    }
-    ds4_sync_block();
+    hc_split_from_mix(mix + t * n_mix, n_hc, scale, base, iters, hc_eps, sp, tmp);
+    for (int64_t k = ds4_thread_x(); k < SS; k += ds4_block_dim_x()) split[t * SS + k] = sp[k];
     collapse(sp, X + t * n_hc * E, n_hc, E, u + t * E);  // pre_h are the first n_hc values
 }
 

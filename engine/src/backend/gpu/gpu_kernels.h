@@ -25,10 +25,9 @@ bool matmul_type_supported(uint32_t type);
 void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows,
                    int64_t tensor_rows, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy,
                    const uint64_t* grid, void* stream);
-// Lanes per row (32 .. 256) of gpu_dot.h's reduction for a matrix of `rows` rows of n_in,
-// and the widest copy (16, 8, 4, 2, 1 bytes) the addresses base + k * row_bytes + j * tile_bytes allow.
+// Lanes per row (32 .. 256) of gpu_dot.h's reduction for a matrix of `rows` rows of n_in.
 int dot_lanes(int64_t rows, int64_t n_in);
-int dot_vec(const void* base, uint64_t row_bytes, uint64_t tile_bytes);
+// (dot_wide<T>, whether rows allow the wide loads, is in gpu_dot.h.)
 
 // ---- gpu_norm.cu ----
 // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted) for n_rows rows of n;

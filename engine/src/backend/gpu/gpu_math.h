@@ -37,14 +37,15 @@ constexpr int kMaxRot = 256;  // RoPE dims a kernel's shared angle table holds (
 constexpr int kRopeShared = kMaxRot + kMaxRot / 2;  // doubles: cos/sin pairs, then the angles
 
 // cs[2i], cs[2i+1] = cos, sin of pair i's angle at pos (n_rot / 2 pairs), as the CPU's
-// cpu_rope_cos_sin: thread 0 computes the angles (core/numerics.h), every thread then a
-// share of the cos/sin. cs is shared memory of kRopeShared doubles; ends with a barrier.
+// cpu_rope_cos_sin: every thread computes the YaRN range and then the angles of a share of
+// the pairs (core/numerics.h rope_angle, the CPU's function). cs is shared memory of
+// kRopeShared doubles; ends with a barrier.
 __device__ inline void rope_cos_sin_block(double pos, const RopeSpec& spec, double* cs) {
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
-    if (t == 0) ds4::rope_angles(pos, spec, cs + kMaxRot);  // angles after the pairs
-    ds4_sync_block();
+    double lo, hi;
+    ds4::rope_yarn_range(spec, &lo, &hi);
     for (int i = t; i < spec.n_rot / 2; i += T) {
-        const double a = cs[kMaxRot + i];
+        const double a = ds4::rope_angle(pos, spec, i, lo, hi);
         cs[2 * i] = ::cos(a);
         cs[2 * i + 1] = ::sin(a);
     }

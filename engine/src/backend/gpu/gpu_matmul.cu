@@ -18,9 +18,8 @@ constexpr int kCols = 8;  // the widest column batch (a verify of width 8 is one
 // Block (b, g): rows b * (kDotBlock / L) + group for columns c0 + g * NC .. + nc.
 template <int NC, uint32_t TYPE>
 __global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X,
-                                  int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int L, int vec,
+                                  int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int L, int wide,
                                   int x4) {
-    alignas(16) __shared__ uint8_t tile[ds4::gpu::kTileBytes<TYPE>];
     __shared__ float part[NC * ds4::gpu::kDotBlock];
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
@@ -31,8 +30,7 @@ __global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t 
     float acc[NC], out[NC];
     for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
     const uint8_t* row = r < n_rows ? W + (uint64_t)r * row_bytes : nullptr;
-    uint8_t* my_tile = tile + ln.group * ds4::gpu::row_span_bytes<TYPE>((int64_t)ds4::gpu::kChunksPerLane * ds4::gpu::kChunk * L);
-    ds4::gpu::group_dot<NC, TYPE>(row, n, ln, my_tile, vec, x, nc, x4 != 0, grid, acc);
+    ds4::gpu::group_dot<NC, TYPE>(row, n, ln, wide != 0, x, nc, x4 != 0, grid, acc);
     ds4::gpu::group_reduce<NC>(acc, ln, part, out);
     if (row && ln.lane == 0) {
         for (int c = 0; c < nc; ++c) Y[(int64_t)(c_first + c) * ldy + r] = out[c];
@@ -63,7 +61,7 @@ template <uint32_t T>
 void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, int64_t tensor_rows, const float* X,
                  int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, void* s) {
     const int L = dot_lanes(tensor_rows, n);
-    const int vec = dot_vec(W, row_bytes, (uint64_t)row_span_bytes<T>((int64_t)kChunksPerLane * kChunk * L));
+    const int wide = dot_wide<T>(W, row_bytes);
     const int x4 = ((uintptr_t)X % 16 == 0 && ldx % 4 == 0) ? 1 : 0;
     const int NC = ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols;  // 1, 2, 4 or 8: the narrowest that holds ncols
     void (*k)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t, const uint64_t*,
@@ -71,7 +69,7 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
                                : NC == 4 ? ds4_matmul_kernel<4, T> : ds4_matmul_kernel<8, T>;
     const int64_t rows_per_block = kDotBlock / L;
     const dim3 g((unsigned)((n_rows + rows_per_block - 1) / rows_per_block), (unsigned)((ncols + NC - 1) / NC));
-    ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, vec, x4);
+    ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
 }
 
@@ -79,18 +77,11 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
 
 int dot_lanes(int64_t rows, int64_t n_in) {
     // Enough groups to keep every multiprocessor streaming (about 2048 blocks' worth of
-    // rows), but no tile longer than the row (every lane decodes all its chunks).
+    // rows), but at least four chunks of 8 for every lane.
     int L = 32;
     while (L < kDotBlock && (int64_t)L * rows < (int64_t)kDotBlock * 2048) L *= 2;
-    while (L > 32 && (int64_t)L * kChunksPerLane * kChunk > n_in) L /= 2;
+    while (L > 32 && (int64_t)L * 4 * kChunk > n_in) L /= 2;
     return L;
-}
-
-int dot_vec(const void* base, uint64_t row_bytes, uint64_t tile_bytes) {
-    const uint64_t a = (uint64_t)(uintptr_t)base | row_bytes | tile_bytes;
-    int vec = 16;
-    while (vec > 1 && a % (uint64_t)vec != 0) vec /= 2;
-    return vec;
 }
 
 bool matmul_type_supported(uint32_t type) {

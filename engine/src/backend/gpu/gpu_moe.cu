@@ -12,8 +12,8 @@
 // Each product is gpu_dot.h's group_dot with L from the expert's shape, so a token's output
 // never depends on which other tokens share the call (verify == decode).
 #include "backend/gpu/gpu_compat.h"
+#include "backend/gpu/gpu_math.h"  // before gpu_dot.h: core/numerics.h needs its device libm
 #include "backend/gpu/gpu_dot.h"
-#include "backend/gpu/gpu_math.h"
 
 #include <stdint.h>
 
@@ -86,8 +86,7 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
                                        uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* active,
                                        const int32_t* n_active, const int32_t* count, const int32_t* start,
                                        const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act,
-                                       const uint64_t* grid, int L, int vec, int x4) {
-    alignas(16) __shared__ uint8_t tile[ds4::gpu::kTileBytes<TYPE>];
+                                       const uint64_t* grid, int L, int wide, int x4) {
     __shared__ float part[kMoeCols * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
@@ -96,7 +95,6 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
     const bool live = r < F;
     const uint8_t* grow = live ? gate + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
     const uint8_t* urow = live ? up + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
-    uint8_t* my_tile = tile + ln.group * ds4::gpu::row_span_bytes<TYPE>((int64_t)ds4::gpu::kChunksPerLane * ds4::gpu::kChunk * L);
     for (int64_t c0 = 0; c0 < grp.m; c0 += kMoeCols) {
         const int nc = grp.m - c0 < kMoeCols ? (int)(grp.m - c0) : kMoeCols;
         const float* x[kMoeCols];
@@ -106,10 +104,10 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
         }
         float acc[kMoeCols], g[kMoeCols], u[kMoeCols];
         for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<kMoeCols, TYPE>(grow, n_in, ln, my_tile, vec, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_dot<kMoeCols, TYPE>(grow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
         ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, g);
         for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<kMoeCols, TYPE>(urow, n_in, ln, my_tile, vec, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_dot<kMoeCols, TYPE>(urow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
         ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, u);
         if (live && ln.lane == 0) {
             for (int c = 0; c < nc; ++c) act[(grp.first + c0 + c) * F + r] = clamped_swiglu(g[c], u[c], clamp);
@@ -122,22 +120,20 @@ template <uint32_t TYPE>
 __global__ void ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, uint64_t row_bytes, int64_t F,
                                     const float* act, const int32_t* active, const int32_t* n_active,
                                     const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
-                                    const uint64_t* grid, int L, int vec, int x4) {
-    alignas(16) __shared__ uint8_t tile[ds4::gpu::kTileBytes<TYPE>];
+                                    const uint64_t* grid, int L, int wide, int x4) {
     __shared__ float part[kMoeCols * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
     const uint8_t* row = r < E ? down + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
-    uint8_t* my_tile = tile + ln.group * ds4::gpu::row_span_bytes<TYPE>((int64_t)ds4::gpu::kChunksPerLane * ds4::gpu::kChunk * L);
     for (int64_t c0 = 0; c0 < grp.m; c0 += kMoeCols) {
         const int nc = grp.m - c0 < kMoeCols ? (int)(grp.m - c0) : kMoeCols;
         const float* x[kMoeCols];
         for (int c = 0; c < kMoeCols; ++c) x[c] = act + (grp.first + c0 + (c < nc ? c : 0)) * F;
         float acc[kMoeCols], y[kMoeCols];
         for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<kMoeCols, TYPE>(row, F, ln, my_tile, vec, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_dot<kMoeCols, TYPE>(row, F, ln, wide != 0, x, nc, x4 != 0, grid, acc);
         ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, y);
         if (row && ln.lane == 0) {
             for (int c = 0; c < nc; ++c) out[(grp.first + c0 + c) * E + r] = y[c];
@@ -188,7 +184,7 @@ struct ExpertMatrix {
     uint32_t type;
     int64_t rows, n_in;
     uint64_t row_bytes, expert_bytes;
-    int L, vec;
+    int L, wide;
 };
 
 template <uint32_t T>
@@ -196,8 +192,7 @@ ExpertMatrix shape_of(int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_b
                       const void* base) {
     // Lanes from the experts' shape and how many a token uses, never from the call's tokens.
     const int L = dot_lanes(rows * n_used, n_in);
-    return ExpertMatrix{T, rows, n_in, row_bytes, expert_bytes, L,
-                        dot_vec(base, row_bytes | expert_bytes, (uint64_t)row_span_bytes<T>((int64_t)kChunksPerLane * kChunk * L))};
+    return ExpertMatrix{T, rows, n_in, row_bytes, expert_bytes, L, dot_wide<T>(base, row_bytes | expert_bytes)};
 }
 
 ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_bytes,
@@ -227,7 +222,7 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
     case T:                                                                                                         \
         ds4_launch(ds4_moe_gate_up_kernel<T>, grid_of(m, slots), dim3(kDotBlock), s, gate, up, m.expert_bytes,      \
                    m.row_bytes, m.n_in, h, active, n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, \
-                   m.L, m.vec, x4);                                                                                 \
+                   m.L, m.wide, x4);                                                                                 \
         break;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
@@ -244,7 +239,7 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
 #define DS4_CASE(T)                                                                                                  \
     case T:                                                                                                          \
         ds4_launch(ds4_moe_down_kernel<T>, grid_of(m, slots), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes,    \
-                   m.n_in, act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.vec, x4);         \
+                   m.n_in, act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);         \
         break;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE

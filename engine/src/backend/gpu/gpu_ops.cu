@@ -57,13 +57,22 @@ extern "C" __global__ void ds4_rope_tail_kernel(float* x, int64_t rows_per_token
     }
 }
 
-// One thread per 64-value block of the first n - n_rot values of each row.
+// Block (r, b): 64-value block b of the first n - n_rot values of row r, a thread per value:
+// the block's amax (order-free) from shared memory, then each value rounded on its own
+// (core/numerics.h fp8_e4m3_round_trip, split into its two steps).
 extern "C" __global__ void ds4_fp8_kv_kernel(float* x, int64_t n_rows, int64_t n, int64_t n_rot) {
+    __shared__ float v[64];
     const int64_t m = n - n_rot, per_row = (m + 63) / 64;
-    const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
-    if (k >= n_rows * per_row) return;
-    const int64_t r = k / per_row, off = (k % per_row) * 64;
-    ds4::fp8_e4m3_round_trip(x + r * n + off, m - off < 64 ? m - off : 64);
+    const int64_t r = ds4_block_x() / per_row, off = (ds4_block_x() % per_row) * 64;
+    const int t = (int)ds4_thread_x();
+    const int len = m - off < 64 ? (int)(m - off) : 64;
+    float* p = x + r * n + off;
+    if (t < len) v[t] = p[t];
+    ds4_sync_block();
+    double amax = 0.0;
+    for (int i = 0; i < len; ++i) amax = ds4::num::max_f64(amax, (double)ds4::num::abs_f32(v[i]));
+    const double s = ds4::num::pow2_scale(ds4::num::max_f64(amax, 1e-4), 448.0);
+    if (t < len) p[t] = ds4::num::round_trip_value(v[t], s, 448.0, true);
 }
 
 // Block r: Hadamard of row r in double (thread 0, core/numerics.h), then FP4 per 32.
@@ -208,8 +217,7 @@ void launch_rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_
 void launch_fp8_kv_round_trip(float* x, int64_t n_rows, int64_t n, int64_t n_rot, void* s) {
     const int64_t work = n_rows * ((n - n_rot + 63) / 64);
     if (work <= 0) return;
-    ds4_launch(ds4_fp8_kv_kernel, dim3(blocks_for(work, kThreads, "fp8_kv_round_trip")), dim3(kThreads), s, x, n_rows,
-               n, n_rot);
+    ds4_launch(ds4_fp8_kv_kernel, dim3(blocks_for(work, 1, "fp8_kv_round_trip")), dim3(64), s, x, n_rows, n, n_rot);
     DS4_GPU_CHECK_LAUNCH("ds4_fp8_kv_kernel");
 }
 
