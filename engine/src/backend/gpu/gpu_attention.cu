@@ -122,9 +122,9 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
             key_w[kk] = s[k0 + kk];
         }
         ds4_sync_block();
-        for (int jj = 0; jj < kOutPerThread; ++jj) {
+        for (int jj = 0; jj < kOutPerThread; ++jj) {  // constant bounds: acc stays in registers
             const int64_t j = t + (int64_t)jj * kThreads;
-            if (j >= D) break;
+            if (j >= D) continue;
             double a = acc[jj];
             if (keys.ring) {
                 for (int64_t kk = 0; kk < kt; ++kk) {

@@ -71,11 +71,18 @@ __device__ inline void group_dot(const uint8_t* row, int64_t n, const Lanes& ln,
         const int64_t e = k * kChunk;
         const int len = n - e < kChunk ? (int)(n - e) : kChunk;
         for (int c = 0; c < NC; ++c) {
-            if (c >= nc) break;
+            if (c >= nc) break;  // (a constant-bound loop: acc and x stay in registers)
             float xv[kChunk];
             load_x8(x[c] + e, len, x4 && len == kChunk, xv);
+            // Constant trip counts keep w and xv in registers (a loop to `len` puts them on the stack).
             float p = 0.0f;
-            for (int jj = 0; jj < len; ++jj) p = ds4_fmaf(w[jj], xv[jj], p);
+            if (len == kChunk) {
+                for (int jj = 0; jj < kChunk; ++jj) p = ds4_fmaf(w[jj], xv[jj], p);
+            } else {
+                for (int jj = 0; jj < kChunk; ++jj) {
+                    if (jj < len) p = ds4_fmaf(w[jj], xv[jj], p);
+                }
+            }
             acc[c] = ds4_fmaf(d, p, acc[c]);
         }
     }

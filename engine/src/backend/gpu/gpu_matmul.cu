@@ -33,7 +33,9 @@ __global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t 
     ds4::gpu::group_dot<NC, TYPE>(row, n, ln, wide != 0, x, nc, x4 != 0, grid, acc);
     ds4::gpu::group_reduce<NC>(acc, ln, part, out);
     if (row && ln.lane == 0) {
-        for (int c = 0; c < nc; ++c) Y[(int64_t)(c_first + c) * ldy + r] = out[c];
+        for (int c = 0; c < NC; ++c) {  // constant bounds: out stays in registers
+            if (c < nc) Y[(int64_t)(c_first + c) * ldy + r] = out[c];
+        }
     }
 }
 

@@ -110,7 +110,9 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
         ds4::gpu::group_dot<kMoeCols, TYPE>(urow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
         ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, u);
         if (live && ln.lane == 0) {
-            for (int c = 0; c < nc; ++c) act[(grp.first + c0 + c) * F + r] = clamped_swiglu(g[c], u[c], clamp);
+            for (int c = 0; c < kMoeCols; ++c) {  // constant bounds: g and u stay in registers
+                if (c < nc) act[(grp.first + c0 + c) * F + r] = clamped_swiglu(g[c], u[c], clamp);
+            }
         }
     }
 }
@@ -136,7 +138,9 @@ __global__ void ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, 
         ds4::gpu::group_dot<kMoeCols, TYPE>(row, F, ln, wide != 0, x, nc, x4 != 0, grid, acc);
         ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, y);
         if (row && ln.lane == 0) {
-            for (int c = 0; c < nc; ++c) out[(grp.first + c0 + c) * E + r] = y[c];
+            for (int c = 0; c < kMoeCols; ++c) {
+                if (c < nc) out[(grp.first + c0 + c) * E + r] = y[c];
+            }
         }
     }
 }
