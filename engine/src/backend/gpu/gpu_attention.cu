@@ -5,7 +5,7 @@
 // attention_rows, row t of a float array. Each thread scores whole keys with the CPU's dot
 // (gpu_math.h attn_dot: the same lanes and fmas, exact products); the max over the keys and
 // the sink is order-free; the weights e_t = exp(s_t - max) are summed by thread 0 in key
-// order after exp(sink - max), as the CPU; each output element is fma(e_t, k_t, o) over the
+// order after exp(sink - max), as the CPU (a tile of keys at a time, from shared memory); each output element is fma(e_t, k_t, o) over the
 // keys in order from 0 (attn_kernels.h), divided by the sum, then rotated back. Nothing
 // depends on the other tokens of the call (verify == decode).
 //
@@ -103,12 +103,7 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
     }
     mx = red[0];
     for (int64_t k = t; k < T; k += kThreads) s[k] = ::exp(s[k] - mx);
-    ds4_sync_block();
-    if (t == 0) {
-        double den = ::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
-        for (int64_t k = 0; k < T; ++k) den += s[k];
-        den_s = den;
-    }
+    if (t == 0) den_s = ::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
     ds4_sync_block();
     // o_j = sum_k e_k key_k[j] in key order from 0: keys a tile at a time, the tile's row
     // pointers and weights in shared memory, each thread's kOutPerThread outputs in registers.
@@ -122,6 +117,11 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
             key_w[kk] = s[k0 + kk];
         }
         ds4_sync_block();
+        if (t == 0) {  // the denominator in key order, from shared memory
+            double den = den_s;
+            for (int64_t kk = 0; kk < kt; ++kk) den += key_w[kk];
+            den_s = den;
+        }
         for (int jj = 0; jj < kOutPerThread; ++jj) {  // constant bounds: acc stays in registers
             const int64_t j = t + (int64_t)jj * kThreads;
             if (j >= D) continue;

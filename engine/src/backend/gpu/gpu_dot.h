@@ -56,6 +56,44 @@ __device__ inline Lanes dot_lanes_of_thread(int L) {
     return Lanes{L, t / L, t % L};
 }
 
+// One chunk's products into acc (the order gpu_dot.h's header gives).
+template <int NC>
+__device__ inline void chunk_products(const float* w, float d, int64_t e, int len, const float* const* x, int nc,
+                                      bool x4, float* acc) {
+    for (int c = 0; c < NC; ++c) {
+        if (c >= nc) break;  // (a constant-bound loop: acc and x stay in registers)
+        float xv[kChunk];
+        load_x8(x[c] + e, len, x4 && len == kChunk, xv);
+        // Constant trip counts keep w and xv in registers (a loop to `len` puts them on the stack).
+        float p = 0.0f;
+        if (len == kChunk) {
+            for (int jj = 0; jj < kChunk; ++jj) p = ds4_fmaf(w[jj], xv[jj], p);
+        } else {
+            for (int jj = 0; jj < kChunk; ++jj) {
+                if (jj < len) p = ds4_fmaf(w[jj], xv[jj], p);
+            }
+        }
+        acc[c] = ds4_fmaf(d, p, acc[c]);
+    }
+}
+
+// The lane's chunks in order; WIDE picks the decoder once, outside the loop, so the
+// unrolled body has no branch and the loads of several chunks are in flight together.
+template <int NC, uint32_t TYPE, bool WIDE>
+__device__ inline void lane_chunks(const uint8_t* row, int64_t n, const Lanes& ln, const float* const* x, int nc,
+                                   bool x4, const uint64_t* grid, float* acc) {
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma unroll 4
+    for (int64_t k = ln.lane; k < chunks; k += ln.L) {
+        float w[kChunk];
+        const float d = load_chunk_wide<TYPE>(row, k, n, grid, w, WIDE);
+        const int64_t e = k * kChunk;
+        // Quant rows are whole blocks, so only float rows have a short last chunk.
+        const int len = TypeInfo<TYPE>::block > 1 || n - e >= kChunk ? kChunk : (int)(n - e);
+        chunk_products<NC>(w, d, e, len, x, nc, x4, acc);
+    }
+}
+
 // acc[c] (per lane) += the lane's share of row . x[c] for c < nc (row == nullptr: a group
 // past the matrix, nothing to add). wide: the row allows load_chunk_wide's loads; x4: every
 // x[c] is 16-byte aligned.
@@ -63,29 +101,13 @@ template <int NC, uint32_t TYPE>
 __device__ inline void group_dot(const uint8_t* row, int64_t n, const Lanes& ln, bool wide, const float* const* x,
                                  int nc, bool x4, const uint64_t* grid, float* acc) {
     if (!row) return;
-    const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma unroll 4
-    for (int64_t k = ln.lane; k < chunks; k += ln.L) {
-        float w[kChunk];
-        const float d = load_chunk_wide<TYPE>(row, k, n, grid, w, wide);
-        const int64_t e = k * kChunk;
-        const int len = n - e < kChunk ? (int)(n - e) : kChunk;
-        for (int c = 0; c < NC; ++c) {
-            if (c >= nc) break;  // (a constant-bound loop: acc and x stay in registers)
-            float xv[kChunk];
-            load_x8(x[c] + e, len, x4 && len == kChunk, xv);
-            // Constant trip counts keep w and xv in registers (a loop to `len` puts them on the stack).
-            float p = 0.0f;
-            if (len == kChunk) {
-                for (int jj = 0; jj < kChunk; ++jj) p = ds4_fmaf(w[jj], xv[jj], p);
-            } else {
-                for (int jj = 0; jj < kChunk; ++jj) {
-                    if (jj < len) p = ds4_fmaf(w[jj], xv[jj], p);
-                }
-            }
-            acc[c] = ds4_fmaf(d, p, acc[c]);
+    if constexpr (wide_alignment<TYPE>() != 0) {
+        if (wide) {
+            lane_chunks<NC, TYPE, true>(row, n, ln, x, nc, x4, grid, acc);
+            return;
         }
     }
+    lane_chunks<NC, TYPE, false>(row, n, ln, x, nc, x4, grid, acc);
 }
 
 // The groups' partial sums added in a fixed tree: on return out[c] holds row . x[c] in

@@ -1,6 +1,6 @@
 // Mixture of experts on the GPU (Backend::moe), grouped by expert without the host
 // reading the expert ids:
-//   1. plan (one thread): the (token, slot) pairs as columns grouped by expert in ascending
+//   1. plan (one block): the (token, slot) pairs as columns grouped by expert in ascending
 //      id order, tokens ascending within an expert (cpu_moe.cpp's order), and the list of
 //      experts some token chose;
 //   2. gate and up: block (b, s) computes kDotBlock / L rows of the s-th chosen expert for
@@ -18,7 +18,9 @@
 #include <stdint.h>
 
 namespace {
-constexpr int kMoeCols = 4;  // columns of one expert a block computes per pass over its rows
+constexpr int kPlanMaxExperts = 2048;  // experts the plan kernel counts in shared memory
+constexpr int kPlanThreads = 256;
+constexpr int kMoeCols = 4;  // columns of one expert a block computes per pass over its rows (calls of several tokens)
 
 __device__ inline float clamped_swiglu(float gate, float up, double c) {
     double g = gate, u = up;
@@ -42,52 +44,83 @@ __device__ inline Group slot_group(const int32_t* active, const int32_t* n_activ
 }
 }  // namespace
 
-// Fault 3: an expert id outside 0..NX-1 (then no routed expert contributes).
+// One block (kPlanThreads threads; counts and starts in shared memory, NX <= kPlanMaxExperts).
+// Fault 3: an expert id outside 0..NX-1 (then no routed expert contributes). Expert e's count
+// is counted by the threads that own e (no atomics); starts and the chosen list are two
+// Hillis-Steele scans over the experts; thread 0 places the pairs in order.
 extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n_pairs, int64_t NX, int32_t* count,
                                                int32_t* start, int32_t* col_of, int32_t* tok_of, int32_t* active,
                                                int32_t* n_active, int64_t K, int* fault) {
-    if (ds4_thread_x() != 0 || ds4_block_x() != 0) return;
-    for (int64_t e = 0; e < NX; ++e) count[e] = 0;
-    bool bad = false;
-    for (int64_t j = 0; j < n_pairs; ++j) {
-        const int32_t e = experts[j];
-        if (e < 0 || e >= NX) {
-            bad = true;
-        } else {
-            count[e]++;
-        }
+    __shared__ int32_t cnt[kPlanMaxExperts], cols[kPlanMaxExperts], chosen[kPlanMaxExperts];
+    __shared__ int bad;
+    const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
+    if (t == 0) bad = 0;
+    for (int64_t e = t; e < NX; e += T) {
+        int32_t c = 0;
+        for (int64_t j = 0; j < n_pairs; ++j) c += experts[j] == e ? 1 : 0;
+        cnt[e] = c;
     }
+    for (int64_t j = t; j < n_pairs; j += T) {
+        if (experts[j] < 0 || experts[j] >= NX) bad = 1;  // every writer writes 1
+    }
+    ds4_sync_block();
     if (bad) {
-        *fault = 3;
-        for (int64_t e = 0; e < NX; ++e) count[e] = 0;
-        for (int64_t j = 0; j < n_pairs; ++j) col_of[j] = -1;
-        *n_active = 0;
+        if (t == 0) {
+            *fault = 3;
+            *n_active = 0;
+        }
+        for (int64_t e = t; e < NX; e += T) count[e] = 0;
+        for (int64_t j = t; j < n_pairs; j += T) col_of[j] = -1;
         return;
     }
-    int32_t c = 0, a = 0;
-    for (int64_t e = 0; e < NX; ++e) {
-        start[e] = c;
-        c += count[e];
-        if (count[e]) active[a++] = (int32_t)e;
+    // Inclusive scans: cols[e] = sum of counts up to e, chosen[e] = experts with a count up to e.
+    for (int64_t e = t; e < NX; e += T) {
+        cols[e] = cnt[e];
+        chosen[e] = cnt[e] ? 1 : 0;
     }
-    *n_active = a;
-    // start[] is advanced while placing, then restored (each expert's first column).
-    for (int64_t j = 0; j < n_pairs; ++j) {
-        const int32_t col = start[experts[j]]++;
-        col_of[j] = col;
-        tok_of[col] = (int32_t)(j / K);
+    ds4_sync_block();
+    for (int64_t off = 1; off < NX; off *= 2) {
+        int32_t a[kPlanMaxExperts / kPlanThreads], b[kPlanMaxExperts / kPlanThreads];
+        int q = 0;
+        for (int64_t e = t; e < NX; e += T, ++q) {
+            a[q] = e >= off ? cols[e - off] : 0;
+            b[q] = e >= off ? chosen[e - off] : 0;
+        }
+        ds4_sync_block();
+        q = 0;
+        for (int64_t e = t; e < NX; e += T, ++q) {
+            cols[e] += a[q];
+            chosen[e] += b[q];
+        }
+        ds4_sync_block();
     }
-    for (int64_t e = 0; e < NX; ++e) start[e] -= count[e];
+    for (int64_t e = t; e < NX; e += T) {
+        const int32_t first = cols[e] - cnt[e];
+        count[e] = cnt[e];
+        start[e] = first;
+        if (cnt[e]) active[chosen[e] - 1] = (int32_t)e;
+        cols[e] = first;  // the next free column of e, for the placement
+    }
+    ds4_sync_block();
+    if (t == 0) {
+        *n_active = NX > 0 ? chosen[NX - 1] : 0;
+        for (int64_t j = 0; j < n_pairs; ++j) {
+            const int32_t col = cols[experts[j]]++;
+            col_of[j] = col;
+            tok_of[col] = (int32_t)(j / K);
+        }
+    }
 }
 
-// Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)).
-template <uint32_t TYPE>
+// Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)),
+// NC columns per pass (1 when every expert has one column, as in decode: fewer registers).
+template <int NC, uint32_t TYPE>
 __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes,
                                        uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* active,
                                        const int32_t* n_active, const int32_t* count, const int32_t* start,
                                        const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act,
                                        const uint64_t* grid, int L, int wide, int x4) {
-    __shared__ float part[kMoeCols * ds4::gpu::kDotBlock];
+    __shared__ float part[NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
@@ -95,22 +128,22 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
     const bool live = r < F;
     const uint8_t* grow = live ? gate + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
     const uint8_t* urow = live ? up + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
-    for (int64_t c0 = 0; c0 < grp.m; c0 += kMoeCols) {
-        const int nc = grp.m - c0 < kMoeCols ? (int)(grp.m - c0) : kMoeCols;
-        const float* x[kMoeCols];
-        for (int c = 0; c < kMoeCols; ++c) {
+    for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
+        const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
+        const float* x[NC];
+        for (int c = 0; c < NC; ++c) {
             const int64_t col = grp.first + c0 + (c < nc ? c : 0);
             x[c] = h + (int64_t)(tok_of ? tok_of[col] : col) * n_in;
         }
-        float acc[kMoeCols], g[kMoeCols], u[kMoeCols];
-        for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<kMoeCols, TYPE>(grow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, g);
-        for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<kMoeCols, TYPE>(urow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, u);
+        float acc[NC], g[NC], u[NC];
+        for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+        ds4::gpu::group_dot<NC, TYPE>(grow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<NC>(acc, ln, part, g);
+        for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+        ds4::gpu::group_dot<NC, TYPE>(urow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<NC>(acc, ln, part, u);
         if (live && ln.lane == 0) {
-            for (int c = 0; c < kMoeCols; ++c) {  // constant bounds: g and u stay in registers
+            for (int c = 0; c < NC; ++c) {  // constant bounds: g and u stay in registers
                 if (c < nc) act[(grp.first + c0 + c) * F + r] = clamped_swiglu(g[c], u[c], clamp);
             }
         }
@@ -118,41 +151,42 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
 }
 
 // Block (b, s): out[c * E + r] = down_e.row(r) . act[c].
-template <uint32_t TYPE>
+template <int NC, uint32_t TYPE>
 __global__ void ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, uint64_t row_bytes, int64_t F,
                                     const float* act, const int32_t* active, const int32_t* n_active,
                                     const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
                                     const uint64_t* grid, int L, int wide, int x4) {
-    __shared__ float part[kMoeCols * ds4::gpu::kDotBlock];
+    __shared__ float part[NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
     const uint8_t* row = r < E ? down + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
-    for (int64_t c0 = 0; c0 < grp.m; c0 += kMoeCols) {
-        const int nc = grp.m - c0 < kMoeCols ? (int)(grp.m - c0) : kMoeCols;
-        const float* x[kMoeCols];
-        for (int c = 0; c < kMoeCols; ++c) x[c] = act + (grp.first + c0 + (c < nc ? c : 0)) * F;
-        float acc[kMoeCols], y[kMoeCols];
-        for (int c = 0; c < kMoeCols; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<kMoeCols, TYPE>(row, F, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<kMoeCols>(acc, ln, part, y);
+    for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
+        const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
+        const float* x[NC];
+        for (int c = 0; c < NC; ++c) x[c] = act + (grp.first + c0 + (c < nc ? c : 0)) * F;
+        float acc[NC], y[NC];
+        for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+        ds4::gpu::group_dot<NC, TYPE>(row, F, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<NC>(acc, ln, part, y);
         if (row && ln.lane == 0) {
-            for (int c = 0; c < kMoeCols; ++c) {
+            for (int c = 0; c < NC; ++c) {
                 if (c < nc) out[(grp.first + c0 + c) * E + r] = y[c];
             }
         }
     }
 }
 
-#define DS4_MOE_INSTANCES(T)                                                                                        \
-    template __global__ void ds4_moe_gate_up_kernel<T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t,  \
-                                                       const float*, const int32_t*, const int32_t*, const int32_t*, \
-                                                       const int32_t*, const int32_t*, int64_t, int64_t, double,    \
-                                                       float*, const uint64_t*, int, int, int);                     \
-    template __global__ void ds4_moe_down_kernel<T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*,       \
-                                                    const int32_t*, const int32_t*, const int32_t*, const int32_t*,  \
-                                                    int64_t, int64_t, float*, const uint64_t*, int, int, int);
+#define DS4_MOE_SIG(NC, T)                                                                                          \
+    template __global__ void ds4_moe_gate_up_kernel<NC, T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, \
+                                                           const float*, const int32_t*, const int32_t*, const int32_t*, \
+                                                           const int32_t*, const int32_t*, int64_t, int64_t, double,    \
+                                                           float*, const uint64_t*, int, int, int);                     \
+    template __global__ void ds4_moe_down_kernel<NC, T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*,       \
+                                                        const int32_t*, const int32_t*, const int32_t*, const int32_t*,  \
+                                                        int64_t, int64_t, float*, const uint64_t*, int, int, int);
+#define DS4_MOE_INSTANCES(T) DS4_MOE_SIG(1, T) DS4_MOE_SIG(kMoeCols, T)
 DS4_GPU_FOR_EACH_TYPE(DS4_MOE_INSTANCES)
 
 // One thread per (token, element): y = sum_k w_k out[col(i, k)] + shared, in double.
@@ -221,10 +255,12 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
              const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,
              const int32_t* tok_of, int64_t n_tokens, double clamp, float* act, const uint64_t* grid) {
     const int x4 = x_aligned(h, m.n_in);
+    const bool one = n_tokens == 1;  // every expert has at most one column
     switch (m.type) {
 #define DS4_CASE(T)                                                                                                 \
     case T:                                                                                                         \
-        ds4_launch(ds4_moe_gate_up_kernel<T>, grid_of(m, slots), dim3(kDotBlock), s, gate, up, m.expert_bytes,      \
+        ds4_launch(one ? ds4_moe_gate_up_kernel<1, T> : ds4_moe_gate_up_kernel<kMoeCols, T>, grid_of(m, slots),    \
+                   dim3(kDotBlock), s, gate, up, m.expert_bytes,                                                    \
                    m.row_bytes, m.n_in, h, active, n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, \
                    m.L, m.wide, x4);                                                                                 \
         break;
@@ -239,10 +275,12 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
           const int32_t* n_active, const int32_t* count, const int32_t* start, int64_t n_tokens, float* out,
           const uint64_t* grid) {
     const int x4 = x_aligned(act, m.n_in);
+    const bool one = n_tokens == 1;
     switch (m.type) {
 #define DS4_CASE(T)                                                                                                  \
     case T:                                                                                                          \
-        ds4_launch(ds4_moe_down_kernel<T>, grid_of(m, slots), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes,    \
+        ds4_launch(one ? ds4_moe_down_kernel<1, T> : ds4_moe_down_kernel<kMoeCols, T>, grid_of(m, slots),           \
+                   dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes,                                               \
                    m.n_in, act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);         \
         break;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
@@ -257,8 +295,12 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
 void launch_moe(const MoeLaunch& a, void* s) {
     if (a.n_tokens <= 0) return;
     const int64_t n_pairs = a.n_tokens * a.K;
-    ds4_launch(ds4_moe_plan_kernel, dim3(1), dim3(1), s, a.experts, n_pairs, a.n_expert, a.count, a.start, a.col_of,
-               a.tok_of, a.active, a.n_active, a.K, a.fault);
+    if (a.n_expert > kPlanMaxExperts) {
+        throw UnsupportedError(DS4_GPU_WHO ": moe: " + std::to_string(a.n_expert) + " experts; the plan kernel holds " +
+                               std::to_string(kPlanMaxExperts));
+    }
+    ds4_launch(ds4_moe_plan_kernel, dim3(1), dim3(kPlanThreads), s, a.experts, n_pairs, a.n_expert, a.count, a.start,
+               a.col_of, a.tok_of, a.active, a.n_active, a.K, a.fault);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_plan_kernel");
     // Routed experts: a slot for each expert some pair may have chosen; slots past the
     // chosen ones return at once.
