@@ -62,6 +62,25 @@ def parse_sizes(text: str, option: str) -> list[int]:
     return sizes
 
 
+def parse_depths(text: str) -> list[int]:
+    """'0,2048' -> [0, 2048] (-d): each depth an integer >= 0, in the order given, no repeats."""
+    depths = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            d = int(part)
+        except ValueError:
+            raise ValueError(f"-d: {part!r} is not an integer (give a comma list like 0,2048)") from None
+        if d < 0:
+            raise ValueError(f"-d: depths must be >= 0, got {d}")
+        depths.append(d)
+    if not depths:
+        raise ValueError("-d: give at least one depth (0 for a fresh sequence)")
+    return list(dict.fromkeys(depths))
+
+
 def parse_engines(text: str) -> list[str]:
     engines = [e.strip() for e in text.split(",") if e.strip()]
     bad = [e for e in engines if e not in ENGINES]
@@ -89,19 +108,40 @@ def model_work(model_path: Path) -> dict[str, Any]:
     }
 
 
-def make_tests(pp: list[int], tg: list[int], n_vocab: int, seed: int) -> list[dict[str, Any]]:
+def make_tests(pp: list[int], tg: list[int], n_vocab: int, seed: int,
+               depths: tuple[int, ...] = (0,)) -> list[dict[str, Any]]:
+    """The pp and tg tests at each context depth (llama-bench's -d): depth 0 is a fresh
+    sequence; at depth d the test runs after d tokens of context (depth_tokens), and its name
+    gets "@d<d>". The tests' own tokens do not depend on the depths."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     high = max(_TOKEN_LOW + 1, min(n_vocab, _TOKEN_HIGH))
     low = min(_TOKEN_LOW, high - 1)
-    tests = []
+    base = []
     for n in pp:
-        tests.append({"name": f"pp{n}", "kind": "pp", "n": n, "tokens": rng.integers(low, high, n).tolist()})
+        base.append({"name": f"pp{n}", "kind": "pp", "n": n, "tokens": rng.integers(low, high, n).tolist()})
     for n in tg:
         toks = rng.integers(low, high, n + 1).tolist()
-        tests.append({"name": f"tg{n}", "kind": "tg", "n": n, "start_token": toks[0], "tokens": toks[1:]})
+        base.append({"name": f"tg{n}", "kind": "tg", "n": n, "start_token": toks[0], "tokens": toks[1:]})
+    tests = []
+    for d in depths:
+        for t in base:
+            tests.append(dict(t, depth=d, name=t["name"] + (f"@d{d}" if d else "")))
     return tests
+
+
+def depth_tokens(depths: tuple[int, ...], n_vocab: int, seed: int) -> dict[str, list[int]]:
+    """The context each depth starts from: one prefix for all depths (each depth a longer cut
+    of it), from its own seed stream."""
+    import numpy as np
+
+    most = max(depths, default=0)
+    if most <= 0:
+        return {}
+    high = max(_TOKEN_LOW + 1, min(n_vocab, _TOKEN_HIGH))
+    prefix = np.random.default_rng([seed, 0xD3]).integers(min(_TOKEN_LOW, high - 1), high, most).tolist()
+    return {str(d): prefix[:d] for d in depths if d > 0}
 
 
 # -- children -------------------------------------------------------------------
@@ -300,7 +340,7 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
     EmbeddedTarget whose options the ds4kit worker rebuilds; stop: the job's StopSignals).
     Returns the run folder."""
     from ds4kit.jobs.telemetry import RunTelemetry
-    from ds4kit.bench.engine_bench_output import plot_bench, render_summary, write_csv
+    from ds4kit.bench.engine_bench_output import plot_bench, plot_frontier, render_summary, write_csv
     from ds4kit.bench.progress import RepProgress
 
     engines = list(config.engines)
@@ -313,14 +353,15 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
         work = model_work(model_path)
         run.set_model(work.pop("manifest"))
         pp, tg, reps = list(config.pp), list(config.tg), config.reps
-        tests = make_tests(pp, tg, work["n_vocab"], config.seed)
+        depths = tuple(config.depths)
+        tests = make_tests(pp, tg, work["n_vocab"], config.seed, depths)
         kinds = {t["name"]: t["kind"] for t in tests}
-        n_ctx = max([max(pp or [0]), 1 + max(tg or [0]), 16]) + 16
+        n_ctx = max(depths) + max([max(pp or [0]), 1 + max(tg or [0]), 16]) + 16
         n_ctx = (n_ctx + 255) // 256 * 256
         target_spec = dict(target.options.spec(), model=str(model_path.resolve()), threads=threads)
         spec = {"model": str(model_path.resolve()), "threads": threads, "n_ctx": n_ctx, "n_batch": config.n_batch,
                 "prefill_mode": config.prefill_mode, "reps": reps, "delay_s": config.delay_s, "tests": tests,
-                "target": target_spec,
+                "depth_tokens": depth_tokens(depths, work["n_vocab"], config.seed), "target": target_spec,
                 "warmup_tokens": tests[0]["tokens"][:16] if kinds[tests[0]["name"]] == "pp" else tests[0]["tokens"][:4]}
         loadavg_start = list(os.getloadavg())
 
@@ -370,7 +411,8 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
             run.warn("ds4kit-missing", "ds4kit was not among --engines: no ratio")
 
         results = {
-            "settings": {"pp": pp, "tg": tg, "reps": reps, "threads": threads, "delay_s": config.delay_s,
+            "settings": {"pp": pp, "tg": tg, "depths": list(depths), "reps": reps, "threads": threads,
+                         "delay_s": config.delay_s,
                          "engines": engines, "prefill_mode": config.prefill_mode, "n_ctx": n_ctx,
                          "n_batch": config.n_batch, "seed": config.seed, "backend": target.options.backend,
                          "fp8_kv": numerics["fp8_kv"], "indexer_fp4": numerics["indexer_fp4"]},
@@ -394,6 +436,12 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
         except Exception as exc:  # a missing plot must not lose the measurements
             run.report["files"].pop("plot", None)
             run.warn("plot-failed", f"bench.png not written: {exc}")
+        if len([d for d in depths if d > 0]) >= 1 and len(depths) >= 2:
+            try:
+                plot_frontier(run.add_file("frontier_plot", "frontier.png"), results, tests)
+            except Exception as exc:
+                run.report["files"].pop("frontier_plot", None)
+                run.warn("plot-failed", f"frontier.png not written: {exc}")
         run.finish(results, summary_md=render_summary(results, [t["name"] for t in tests]),
                    status="interrupted" if interrupted else "ok", interrupt=stop.record() if interrupted else None)
         return run.folder

@@ -9,7 +9,8 @@ from typing import Any
 CSV_COLUMNS = [
     "ds4kit_commit", "engine", "engine_version", "engine_build", "cpu_info", "cpu_features", "bandwidth_gb_s",
     "matmul_gflop_s", "model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_batch",
-    "n_ctx", "prefill_mode", "test", "n_prompt", "n_gen", "rep", "seconds", "tok_s", "loadavg_1m", "test_time",
+    "n_ctx", "prefill_mode", "test", "n_prompt", "n_gen", "n_depth", "rep", "seconds", "tok_s", "loadavg_1m",
+    "test_time",
 ]
 
 
@@ -57,7 +58,8 @@ def write_csv(path: Path, results: dict[str, Any], tests: list[dict[str, Any]], 
                     "n_threads": st["threads"], "n_batch": st["n_batch"], "n_ctx": st["n_ctx"],
                     "prefill_mode": st["prefill_mode"] if engine == "ds4kit" else "n_batch",
                     "test": t["name"], "n_prompt": t["n"] if t["kind"] == "pp" else 0,
-                    "n_gen": t["n"] if t["kind"] == "tg" else 0, "rep": rep, "seconds": f"{seconds:.9f}",
+                    "n_gen": t["n"] if t["kind"] == "tg" else 0, "n_depth": t.get("depth", 0), "rep": rep,
+                    "seconds": f"{seconds:.9f}",
                     "tok_s": f"{s['n_tokens'] / seconds:.4f}", "loadavg_1m": e["rep_loadavg"][t["name"]][rep][0],
                     "test_time": e["rep_utc"][t["name"]][rep],
                 })
@@ -91,6 +93,38 @@ def plot_bench(path: Path, results: dict[str, Any], test_names: list[str]) -> No
         ax.set_ylim(0, max(v + e for v, e in zip(vals, errs)) * 1.25 if vals else 1)
     st = results["settings"]
     fig.suptitle(f"{results['model']['name']}: {st['threads']} threads, {st['reps']} reps (mean +- stddev)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_frontier(path: Path, results: dict[str, Any], tests: list[dict[str, Any]]) -> None:
+    """tok/s against context depth: one panel per pp/tg size, one line per engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    engines = [e for e, r in results["engines"].items() if r["status"] == "ok"]
+    bases = list(dict.fromkeys(t["name"].split("@")[0] for t in tests))
+    fig, axes = plt.subplots(1, len(bases), figsize=(4 * len(bases) + 1, 4), squeeze=False)
+    colours = {"ds4kit": "#1f77b4", "llama.cpp": "#ff7f0e"}
+    for ax, base in zip(axes[0], bases):
+        mine = [t for t in tests if t["name"].split("@")[0] == base]
+        for e in engines:
+            pts = [(t.get("depth", 0), results["engines"][e]["tests"][t["name"]]) for t in mine
+                   if t["name"] in results["engines"][e]["tests"]]
+            if pts:
+                ax.errorbar([d for d, _ in pts], [s["tok_s"] for _, s in pts], yerr=[s["tok_s_stddev"] for _, s in pts],
+                            marker="o", capsize=4, label=e, color=colours.get(e, "grey"))
+        ax.set_title(base)
+        ax.set_xlabel("context depth (tokens)")
+        ax.set_ylabel("tok/s")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    st = results["settings"]
+    fig.suptitle(f"{results['model']['name']}: tok/s by context depth ({st['threads']} threads, backend "
+                 f"{st['backend']}, {st['reps']} reps)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

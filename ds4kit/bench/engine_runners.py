@@ -2,8 +2,9 @@
 (not to be confused with the engine's compute backends, cpu/cuda/hip).
 
 Each runner loads a GGUF with a given thread count and offers:
-    prefill(tokens)        a fresh sequence, all tokens fed, logits of the last one computed
-    start(token)           a fresh sequence with one token fed (the untimed start of a tg test)
+    new_sequence()         a fresh, empty sequence
+    at_depth(d, tokens)    a sequence holding the d context tokens (untimed set-up of a test at depth d)
+    prefill(tokens)        all tokens fed, logits of the last one computed
     decode(token)          one more token fed, its logits computed
 Both engines compute only the last row's logits in prefill (llama.cpp with logits_all=False
 marks only the last batch row for output; our Session.prefill returns only the last row).
@@ -36,10 +37,22 @@ class Ds4kitRunner:
         self._n_ctx = n_ctx
         self._mode = prefill_mode
         self._session = None
+        self._depth_snapshots: dict[int, Any] = {}
 
     def new_sequence(self) -> None:
         # A fresh session per test, like llama-bench clearing the KV cache; allocation is not timed.
         self._session = self._target.session(self._n_ctx)
+
+    def at_depth(self, depth: int, tokens: list[int]) -> None:
+        # Prefilled once per depth, then every measurement restores that snapshot into a fresh
+        # session (as ds4-bench does), so a test at 64K does not pay a 64K prefill per repetition.
+        self.new_sequence()
+        snap = self._depth_snapshots.get(depth)
+        if snap is None:
+            self._session.prefill(tokens, mode="batched")
+            self._depth_snapshots[depth] = self._session.snapshot()
+        else:
+            self._session.restore(snap)
 
     def prefill(self, tokens: list[int]) -> None:
         self._session.prefill(tokens, mode=self._mode)
@@ -60,7 +73,8 @@ class Ds4kitRunner:
             "prefill_mode": self._mode,
             "numerics": n,
             "computes": ("prefill: logits of the last token only (Session.prefill, mode " + self._mode
-                         + "); decode: logits of every token; KV rows "
+                         + "); decode: logits of every token; a test at depth d restores a snapshot taken after "
+                         "prefilling the d context tokens once; KV rows "
                          + ("through an FP8-E4M3 round trip" if n["fp8_kv"] else "kept without FP8 rounding")
                          + ", indexer " + ("with" if n["indexer_fp4"] else "without") + " FP4 rounding"),
         }
@@ -83,6 +97,12 @@ class LlamaCppRunner:
         # reset() rewinds n_tokens; the next eval() removes every KV cell from position 0 on.
         self._llm.reset()
 
+    def at_depth(self, depth: int, tokens: list[int]) -> None:
+        # llama-bench's -d: the context is prefilled before each measurement, untimed.
+        self.new_sequence()
+        self._llm.eval(tokens)
+        self._sync()
+
     def prefill(self, tokens: list[int]) -> None:
         self._llm.eval(tokens)
         self._sync()
@@ -99,7 +119,8 @@ class LlamaCppRunner:
             "threads": self._threads,
             "n_batch": self._n_batch,
             "computes": ("prefill: Llama.eval in n_batch chunks, logits_all=False so only the last row's "
-                         "logits; decode: Llama.eval of one token, its logits; KV cache default type (f16), "
+                         "logits; decode: Llama.eval of one token, its logits; a test at depth d first prefills "
+                         "the d context tokens, untimed; KV cache default type (f16), "
                          "no FP8 round trip of KV rows and no FP4 rounding in the indexer"),
             "numerics": {"fp8_kv": False, "indexer_fp4": False},
         }

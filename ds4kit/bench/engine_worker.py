@@ -42,9 +42,14 @@ def _loadavg() -> list[float]:
         return []
 
 
-def run_test(runner: Any, test: dict[str, Any]) -> float:
-    """Seconds for one repetition of one test; sequence setup and the tg start token are untimed."""
-    runner.new_sequence()
+def run_test(runner: Any, test: dict[str, Any], depth_tokens: dict[str, list[int]] | None = None) -> float:
+    """Seconds for one repetition of one test; sequence setup (at the test's context depth) and
+    the tg start token are untimed."""
+    depth = int(test.get("depth", 0))
+    if depth:
+        runner.at_depth(depth, (depth_tokens or {})[str(depth)])
+    else:
+        runner.new_sequence()
     if test["kind"] == "pp":
         tokens = test["tokens"]
         t0 = time.perf_counter()
@@ -86,7 +91,7 @@ def work(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None], commands:
         if cmd["cmd"] == "quit":
             break
         test = tests[cmd["test"]]
-        seconds = run_test(runner, test)
+        seconds = run_test(runner, test, spec.get("depth_tokens"))
         emit({"event": "rep", "test": test["name"], "rep": cmd["rep"], "seconds": seconds,
               "n_tokens": len(test["tokens"]), "loadavg": _loadavg(),
               "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "t_end": time.time()})

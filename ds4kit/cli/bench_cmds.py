@@ -41,6 +41,9 @@ def tokenizer(size_mb: float, out: str | None, seed: int, repeat: int) -> None:
               help="Prompt sizes (comma list): one `pp N` test each; empty for none.")
 @click.option("-n", "--n-gen", "tg", default="32", show_default=True,
               help="Generation sizes (comma list): one `tg N` test each; empty for none.")
+@click.option("-d", "--depth", "depths", default="0", show_default=True,
+              help="Context depths (comma list, llama-bench's -d): every test runs after that many context "
+                   "tokens; ds4kit prefills each depth once and restores a snapshot per repetition.")
 @click.option("-r", "--repetitions", "reps", type=int, default=3, show_default=True,
               help="Repetitions of each test (mean and stddev).")
 @engine_options
@@ -60,7 +63,8 @@ def tokenizer(size_mb: float, out: str | None, seed: int, repeat: int) -> None:
 @thermal_flags
 @click.option("--probe-mb", type=click.FloatRange(min=1), default=None, hidden=True,
               help="Bandwidth probe array size in MiB (default 4x the last-level cache; tests use less).")
-def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, reps: int, backend: str, threads: int | None,
+def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, depths: str, reps: int, backend: str,
+           threads: int | None,
            fp8_kv: bool, indexer_fp4: bool, delay: float, engines: str, prefill_mode: str, n_batch: int, seed: int,
            fmt: str, out: Path | None, no_progress: bool, probe_mb: float | None, **thermal_kw) -> None:
     """Prefill and decode tok/s of the ds4kit engine vs llama.cpp on the same GGUF (llama-bench style).
@@ -72,14 +76,14 @@ def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, reps: i
     """
     import json
 
-    from ds4kit.bench.engine_bench import parse_engines, parse_sizes
+    from ds4kit.bench.engine_bench import parse_depths, parse_engines, parse_sizes
     from ds4kit.cli.job_exit import finish_command
     from ds4kit.jobs.bench_engine import BenchEngineConfig, run
 
     if model_arg is not None and model is not None:
         raise click.UsageError("give the model once: MODEL or --model")
     config = BenchEngineConfig(pp=tuple(_parsed(parse_sizes, pp, "-p")), tg=tuple(_parsed(parse_sizes, tg, "-n")),
-                               reps=reps, delay_s=delay, engines=tuple(_parsed(parse_engines, engines)),
+                               depths=tuple(_parsed(parse_depths, depths)), reps=reps, delay_s=delay, engines=tuple(_parsed(parse_engines, engines)),
                                prefill_mode=prefill_mode, n_batch=n_batch, seed=seed, probe_mb=probe_mb,
                                progress=not no_progress, out=out, command=list(sys.argv),
                                thermal=pop_thermal(thermal_kw))

@@ -25,6 +25,7 @@ from ds4kit.reports.run import check_run_folder
 class BenchEngineConfig:
     pp: tuple[int, ...] = (64, 256)
     tg: tuple[int, ...] = (32,)
+    depths: tuple[int, ...] = (0,)  # context depths (llama-bench's -d); 0: a fresh sequence
     reps: int = 3
     delay_s: float = 0.0
     engines: tuple[str, ...] = ENGINES
@@ -44,6 +45,9 @@ class BenchEngineConfig:
             bad = [n for n in sizes if not isinstance(n, int) or n < 1]
             if bad:
                 raise ConfigError(f"sizes must be at least 1, got {bad[0]!r}", option)
+        bad = [d for d in self.depths if not isinstance(d, int) or d < 0]
+        if bad or not self.depths:
+            raise ConfigError(f"depths must be integers >= 0, got {bad[0] if bad else 'none'!r}", "-d")
         if not isinstance(self.reps, int) or self.reps < 1:
             raise ConfigError(f"must be at least 1, got {self.reps!r}", "-r")
         if self.delay_s < 0:
