@@ -131,6 +131,22 @@ def make_tests(pp: list[int], tg: list[int], n_vocab: int, seed: int,
     return tests
 
 
+def generation_tests(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """DSpark off and on (--drafter): for each tg test, `genN` (N greedy tokens, the model's own,
+    after its start token) and `genN+dspark` (the same with the drafter); ds4kit only, since
+    the speedup is ours against ourselves."""
+    out = []
+    for t in tests:
+        if t["kind"] != "tg":
+            continue
+        base, _, depth = t["name"].partition("@")
+        suffix = "@" + depth if depth else ""
+        for speculative in (False, True):
+            name = base.replace("tg", "gen", 1) + ("+dspark" if speculative else "") + suffix
+            out.append(dict(t, name=name, kind="gen", speculative=speculative, engines=["ds4kit"]))
+    return out
+
+
 def depth_tokens(depths: tuple[int, ...], n_vocab: int, seed: int) -> dict[str, list[int]]:
     """The context each depth starts from: one prefix for all depths (each depth a longer cut
     of it), from its own seed stream."""
@@ -269,6 +285,9 @@ def run_engines(engines: list[str], spec: dict[str, Any], tests: list[dict[str, 
                     child = children.get(engine)
                     if child is None or not child.ok or should_stop():
                         continue
+                    if engine not in test.get("engines", engines):
+                        bar.skip(1)
+                        continue
                     ev = child.run(test["name"], rep)
                     if ev is None:
                         bar.skip(len(tests) * reps - len(child.result["reps"]))
@@ -325,7 +344,7 @@ def fractions(tests: dict[str, dict[str, Any]], kinds: dict[str, str], work: dic
     per_tok_bytes = work["decode_bytes_per_token"]["total"]
     pp = work["prefill_params"]
     for name, t in tests.items():
-        if kinds[name] == "tg":
+        if kinds[name] in ("tg", "gen"):
             out[name] = t["tok_s"] * per_tok_bytes / bw
         else:
             # the output head runs once per prefill (last row only), the rest once per token
@@ -353,8 +372,12 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
         work = model_work(model_path)
         run.set_model(work.pop("manifest"))
         pp, tg, reps = list(config.pp), list(config.tg), config.reps
+        if target.options.drafter is not None and not tg:
+            run.warn("no-generation", "--drafter without a -n size: no DSpark on/off test runs")
         depths = tuple(config.depths)
         tests = make_tests(pp, tg, work["n_vocab"], config.seed, depths)
+        if target.options.drafter is not None:
+            tests += generation_tests(tests)
         kinds = {t["name"]: t["kind"] for t in tests}
         n_ctx = max(depths) + max([max(pp or [0]), 1 + max(tg or [0]), 16]) + 16
         n_ctx = (n_ctx + 255) // 256 * 256
@@ -423,6 +446,7 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
             "definitions": FRACTION_DEFINITIONS,
             "engines": engine_results,
             "ratios": ratios,
+            "speculation": speculation_summary(engine_results.get("ds4kit", {}), raw.get("ds4kit", {}), tests),
             "ratio_measured": bool(ratios),
             "target_met": all(r["ratio"] >= 1.0 for r in ratios.values()) if ratios else None,
             "loadavg": {"start": [round(x, 2) for x in loadavg_start],
@@ -496,6 +520,31 @@ def _warn_noise(run: Any, engine_results: dict[str, dict[str, Any]], loadavg_sta
     if noisy:
         run.warn("noisy", f"tok/s varies by more than {NOISY_CV:.0%} of the mean between repetitions in: "
                  f"{', '.join(noisy)}; compare the ratio of best repetitions, or rerun on a quieter machine")
+
+
+def speculation_summary(ours: dict[str, Any], raw: dict[str, Any], tests: list[dict[str, Any]]) -> dict[str, Any]:
+    """DSpark on against off, per generation length and depth: tok/s of each, the speedup, the
+    acceptance, and whether every repetition of both generated the same tokens (greedy
+    speculative decoding is lossless, so they must)."""
+    out: dict[str, Any] = {}
+    done = ours.get("tests", {})
+    reps: dict[str, list[dict[str, Any]]] = {}
+    for ev in raw.get("reps", []):
+        reps.setdefault(ev["test"], []).append(ev)
+    for t in tests:
+        if t["kind"] != "gen" or not t["speculative"]:
+            continue
+        off = t["name"].replace("+dspark", "")
+        if t["name"] not in done or off not in done:
+            continue
+        shas = {ev.get("tokens_sha256") for ev in reps.get(t["name"], []) + reps.get(off, [])}
+        acc = [ev["speculation"]["acceptance_rate"] for ev in reps.get(t["name"], [])
+               if ev.get("speculation") and ev["speculation"].get("acceptance_rate") is not None]
+        out[off] = {"off_tok_s": done[off]["tok_s"], "on_tok_s": done[t["name"]]["tok_s"],
+                    "speedup": done[t["name"]]["tok_s"] / done[off]["tok_s"],
+                    "acceptance_rate": sum(acc) / len(acc) if acc else None,
+                    "tokens_identical": len(shas) == 1}
+    return out
 
 
 def _ratios(engine_results: dict[str, dict[str, Any]], tests: list[dict[str, Any]]) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def write_csv(path: Path, results: dict[str, Any], tests: list[dict[str, Any]], 
                     "n_threads": st["threads"], "n_batch": st["n_batch"], "n_ctx": st["n_ctx"],
                     "prefill_mode": st["prefill_mode"] if engine == "ds4kit" else "n_batch",
                     "test": t["name"], "n_prompt": t["n"] if t["kind"] == "pp" else 0,
-                    "n_gen": t["n"] if t["kind"] == "tg" else 0, "n_depth": t.get("depth", 0), "rep": rep,
+                    "n_gen": t["n"] if t["kind"] in ("tg", "gen") else 0, "n_depth": t.get("depth", 0), "rep": rep,
                     "seconds": f"{seconds:.9f}",
                     "tok_s": f"{s['n_tokens'] / seconds:.4f}", "loadavg_1m": e["rep_loadavg"][t["name"]][rep][0],
                     "test_time": e["rep_utc"][t["name"]][rep],
@@ -164,6 +164,13 @@ def render_summary(results: dict[str, Any], test_names: list[str]) -> str:
         rss = f"{r['peak_rss_bytes'] / 1e6:.0f}" if "peak_rss_bytes" in r else "-"
         load = f"{r['load_s']:.2f}" if "load_s" in r else "-"
         lines.append(f"| {e} | {r['status']} | {load} | {rss} | " + " | ".join(frac) + " |")
+    spec = results.get("speculation") or {}
+    if spec:
+        lines += ["", "| DSpark | off tok/s | on tok/s | speedup | acceptance | same tokens |", "|---|---|---|---|---|---|"]
+        for name, sp in spec.items():
+            acc = f"{sp['acceptance_rate']:.2f}" if sp["acceptance_rate"] is not None else "-"
+            lines.append(f"| {name} | {sp['off_tok_s']:.2f} | {sp['on_tok_s']:.2f} | {sp['speedup']:.2f}x | {acc} | "
+                         f"{'yes' if sp['tokens_identical'] else '**NO**'} |")
     w = results["work_per_token"]
     lines += ["", f"Hardware limits measured in this run: memory bandwidth {_gb(hw['bandwidth']['bytes_per_s'])} GB/s "
               f"(copy {_gb(hw['bandwidth']['copy_bytes_per_s'])}, add {_gb(hw['bandwidth']['add_bytes_per_s'])}, "

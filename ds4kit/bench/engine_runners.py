@@ -39,20 +39,54 @@ class Ds4kitRunner:
         self._session = None
         self._depth_snapshots: dict[int, Any] = {}
 
-    def new_sequence(self) -> None:
+    def new_sequence(self, speculative: bool = False) -> None:
         # A fresh session per test, like llama-bench clearing the KV cache; allocation is not timed.
-        self._session = self._target.session(self._n_ctx)
+        # A speculative one also captures the layers the drafter reads.
+        spec = self._target.speculation if speculative else None
+        self._session = self._target.model.session(**self._target.session_options(self._n_ctx, speculation=spec))
 
-    def at_depth(self, depth: int, tokens: list[int]) -> None:
-        # Prefilled once per depth, then every measurement restores that snapshot into a fresh
-        # session (as ds4-bench does), so a test at 64K does not pay a 64K prefill per repetition.
-        self.new_sequence()
-        snap = self._depth_snapshots.get(depth)
+    def at_depth(self, depth: int, tokens: list[int], speculative: bool = False) -> None:
+        # Prefilled once per depth (and session kind), then every measurement restores that
+        # snapshot into a fresh session (as ds4-bench does), so a test at 64K does not pay a 64K
+        # prefill per repetition.
+        self.new_sequence(speculative)
+        key = (depth, speculative)
+        snap = self._depth_snapshots.get(key)
         if snap is None:
             self._session.prefill(tokens, mode="batched")
-            self._depth_snapshots[depth] = self._session.snapshot()
+            self._depth_snapshots[key] = self._session.snapshot()
         else:
             self._session.restore(snap)
+
+    def generate(self, start_token: int, n: int, speculative: bool) -> dict[str, Any]:
+        """n greedy tokens after start_token from the current sequence, with the target's DSpark
+        drafter or without; the decode loop's seconds (the start token's feed untimed)."""
+        import hashlib
+
+        from ds4kit.engine.generate import GenerationConfig, generate
+
+        spec = self._target.speculation if speculative else None
+        if self._session.pos == 0:
+            res = generate(self._session, self._target.model.tokenizer, [start_token], GenerationConfig(max_tokens=n),
+                           speculation=spec)
+        else:
+            res = self._generate_after_context(start_token, n, spec)
+        out = {"seconds": res.decode_s, "n_tokens": len(res.tokens),
+               "tokens_sha256": hashlib.sha256(",".join(map(str, res.tokens)).encode()).hexdigest()}
+        if spec is not None and getattr(res, "speculation", None):
+            sp = res.speculation
+            out["speculation"] = {k: sp.get(k) for k in ("acceptance_rate", "tokens_per_forward", "mean_accept_length")}
+        return out
+
+    def _generate_after_context(self, start_token: int, n: int, spec: Any):
+        # generate() prefills the prompt it is given: hand it the context as already fed and
+        # feed the start token ourselves, so its logits start the loop.
+        from ds4kit.engine.generate import GenerationConfig, generate
+
+        first = self._session.prefill([start_token], mode="exact")
+        prompt = list(self._session.tokens)
+        return generate(self._session, self._target.model.tokenizer, prompt, GenerationConfig(max_tokens=n),
+                        fed=len(prompt), first_logits=first, speculation=spec)
 
     def prefill(self, tokens: list[int]) -> None:
         self._session.prefill(tokens, mode=self._mode)

@@ -45,11 +45,25 @@ def _loadavg() -> list[float]:
 def run_test(runner: Any, test: dict[str, Any], depth_tokens: dict[str, list[int]] | None = None) -> float:
     """Seconds for one repetition of one test; sequence setup (at the test's context depth) and
     the tg start token are untimed."""
+    return run_rep(runner, test, depth_tokens)["seconds"]
+
+
+def run_rep(runner: Any, test: dict[str, Any], depth_tokens: dict[str, list[int]] | None = None) -> dict[str, Any]:
+    """One repetition: {"seconds", "n_tokens"} (and, for a gen test, the tokens' sha256 and the
+    speculation's acceptance). Sequence setup, the context and the tg start token are untimed."""
     depth = int(test.get("depth", 0))
+    speculative = bool(test.get("speculative"))
+    kw = {"speculative": True} if speculative else {}  # pp/tg runners (llama.cpp) take no such argument
     if depth:
-        runner.at_depth(depth, (depth_tokens or {})[str(depth)])
+        runner.at_depth(depth, (depth_tokens or {})[str(depth)], **kw)
     else:
-        runner.new_sequence()
+        runner.new_sequence(**kw)
+    if test["kind"] == "gen":  # greedy generation, DSpark on or off (ds4kit only)
+        return runner.generate(test["start_token"], test["n"], speculative)
+    return {"seconds": _timed(runner, test), "n_tokens": len(test["tokens"])}
+
+
+def _timed(runner: Any, test: dict[str, Any]) -> float:
     if test["kind"] == "pp":
         tokens = test["tokens"]
         t0 = time.perf_counter()
@@ -91,9 +105,8 @@ def work(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None], commands:
         if cmd["cmd"] == "quit":
             break
         test = tests[cmd["test"]]
-        seconds = run_test(runner, test, spec.get("depth_tokens"))
-        emit({"event": "rep", "test": test["name"], "rep": cmd["rep"], "seconds": seconds,
-              "n_tokens": len(test["tokens"]), "loadavg": _loadavg(),
+        rep = run_rep(runner, test, spec.get("depth_tokens"))
+        emit({"event": "rep", "test": test["name"], "rep": cmd["rep"], **rep, "loadavg": _loadavg(),
               "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "t_end": time.time()})
     emit({"event": "done", "peak_rss_kib": _rss_kib()})
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ds4kit.cli.engine_flags import build_target_from_flags, engine_options, model_option
+from ds4kit.cli.engine_flags import build_target_from_flags, drafter_options, engine_options, model_option
 from ds4kit.cli.thermal_flags import pop_thermal, thermal_flags
 
 
@@ -47,6 +47,7 @@ def tokenizer(size_mb: float, out: str | None, seed: int, repeat: int) -> None:
 @click.option("-r", "--repetitions", "reps", type=int, default=3, show_default=True,
               help="Repetitions of each test (mean and stddev).")
 @engine_options
+@drafter_options
 @click.option("--delay", type=float, default=0.0, show_default=True,
               help="Seconds to pause before each test (cooling).")
 @click.option("--engines", default="ds4kit,llama.cpp", show_default=True, help="Engines to run, comma list.")
@@ -64,15 +65,16 @@ def tokenizer(size_mb: float, out: str | None, seed: int, repeat: int) -> None:
 @click.option("--probe-mb", type=click.FloatRange(min=1), default=None, hidden=True,
               help="Bandwidth probe array size in MiB (default 4x the last-level cache; tests use less).")
 def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, depths: str, reps: int, backend: str,
-           threads: int | None,
-           fp8_kv: bool, indexer_fp4: bool, delay: float, engines: str, prefill_mode: str, n_batch: int, seed: int,
-           fmt: str, out: Path | None, no_progress: bool, probe_mb: float | None, **thermal_kw) -> None:
+           threads: int | None, fp8_kv: bool, indexer_fp4: bool, drafter: Path | None, spec_width: int, delay: float,
+           engines: str, prefill_mode: str, n_batch: int, seed: int, fmt: str, out: Path | None, no_progress: bool,
+           probe_mb: float | None, **thermal_kw) -> None:
     """Prefill and decode tok/s of the ds4kit engine vs llama.cpp on the same GGUF (llama-bench style).
 
     Without MODEL, the `medium` synthetic model is written once into the cache and used.
     --backend, --fp8-kv and --indexer-fp4 apply to ds4kit; llama.cpp has neither D rounding, so
-    --no-fp8-kv --no-indexer-fp4 is the like-for-like comparison. Ctrl-C keeps the finished
-    repetitions (exit 130; SIGTERM 143).
+    --no-fp8-kv --no-indexer-fp4 is the like-for-like comparison. --drafter adds, for each -n
+    size, greedy generation with DSpark off and on (ds4kit only: genN, genN+dspark). Ctrl-C keeps
+    the finished repetitions (exit 130; SIGTERM 143).
     """
     import json
 
@@ -89,7 +91,7 @@ def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, depths:
                                thermal=pop_thermal(thermal_kw))
     config.check()
     target = build_target_from_flags(model_arg or model, backend, threads, fp8_kv, indexer_fp4,
-                                     fallback="medium", model_flag="MODEL")
+                                     fallback="medium", model_flag="MODEL", drafter=drafter, spec_width=spec_width)
     path = run(config, target, say=lambda m: click.echo(m, err=True))
     folder = path.parent
     report = json.loads(path.read_text(encoding="utf-8"))

@@ -311,6 +311,9 @@ void bind_model(py::module_& m) {
         .def_property_readonly("backend", [](const Ds4Model& md) { return md.backend().name(); })
         .def_property_readonly("backend_kind", [](const Ds4Model& md) { return md.backend().kind(); })
         .def_property_readonly("threads", [](const Ds4Model& md) { return md.backend().n_threads(); })
+        .def_property_readonly(
+            "file_resident_bytes", [](const Ds4Model& md) { return md.file().bytes()->resident_bytes(); },
+            "Bytes of the mapped GGUF resident in this process now (mincore); a GPU backend drops them after upload")
         .def(
             "snapshot_from_image",
             [](std::shared_ptr<Ds4Model> md, int64_t max_ctx, bool fp8_kv, bool indexer_fp4, int64_t pos, int64_t hwm,

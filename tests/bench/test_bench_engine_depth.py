@@ -115,3 +115,55 @@ def test_cli_depths_end_to_end(tiny_model, tmp_path):
     assert len(rows) == 2 * 4 * 2
     assert (out / "frontier.png").stat().st_size > 0 and "frontier_plot" in report["files"]
     assert r["settings"]["n_ctx"] >= 64 + 8
+
+
+@pytest.fixture(scope="module")
+def tiny_with_drafter(tmp_path_factory):
+    from ds4kit.synth import write_drafter
+
+    d = tmp_path_factory.mktemp("bench_dspark")
+    cfg = preset("tiny")
+    write_target(d / "t.gguf", cfg, seed=4, progress=False)
+    write_drafter(d / "d.gguf", cfg, seed=4, progress=False)
+    return d / "t.gguf", d / "d.gguf"
+
+
+def test_cli_dspark_off_and_on(tiny_with_drafter, tmp_path):
+    """--drafter: genN and genN+dspark at each depth, ds4kit only; the report's speculation says
+    the speedup and that both generated the same tokens (greedy speculative decoding is lossless)."""
+    target, drafter = tiny_with_drafter
+    out = tmp_path / "run"
+    res = CliRunner().invoke(main, ["bench", "engine", str(target), "--drafter", str(drafter), "--spec-width", "4",
+                                    "-p", "", "-n", "6", "-d", "0,20", "-r", "2", "-t", "1", "--engines", "ds4kit",
+                                    "--no-progress", "--probe-mb", "16", "--out", str(out)])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    report = json.loads((out / "report.json").read_text())
+    validate_report(report, "bench-engine")
+    r = report["results"]
+    names = {"tg6", "gen6", "gen6+dspark", "tg6@d20", "gen6@d20", "gen6+dspark@d20"}
+    assert set(r["engines"]["ds4kit"]["tests"]) == names
+    assert set(r["speculation"]) == {"gen6", "gen6@d20"}
+    for name, sp in r["speculation"].items():
+        assert sp["tokens_identical"], name
+        assert sp["speedup"] == pytest.approx(sp["on_tok_s"] / sp["off_tok_s"])
+        assert sp["acceptance_rate"] is None or 0 <= sp["acceptance_rate"] <= 1
+    reps = [json.loads(line) for line in (out / "reps.jsonl").read_text().splitlines()]
+    gen = [e for e in reps if e["test"].startswith("gen")]
+    assert len(gen) == 4 * 2 and all(e["n_tokens"] == 6 for e in gen)
+    # at depth 20 the tokens follow the context, so they differ from those of a fresh sequence
+    sha = {e["test"]: e["tokens_sha256"] for e in gen}
+    assert sha["gen6"] == sha["gen6+dspark"] and sha["gen6@d20"] == sha["gen6+dspark@d20"] != sha["gen6"]
+    assert "DSpark" in (out / "summary.md").read_text()
+
+
+def test_dspark_tests_skip_llama_cpp(tiny_with_drafter, tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is needed for the side-by-side run")
+    target, drafter = tiny_with_drafter
+    out = tmp_path / "run"
+    res = CliRunner().invoke(main, ["bench", "engine", str(target), "--drafter", str(drafter), "-p", "", "-n", "4",
+                                    "-r", "1", "-t", "1", "--no-progress", "--probe-mb", "16", "--out", str(out)])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    r = json.loads((out / "report.json").read_text())["results"]
+    assert set(r["engines"]["llama.cpp"]["tests"]) == {"tg4"}
+    assert set(r["engines"]["ds4kit"]["tests"]) == {"tg4", "gen4", "gen4+dspark"}
+    assert set(r["ratios"]) == {"tg4"}

@@ -137,3 +137,18 @@ def test_hash_routing_table_out_of_range_is_named():
     # Checked at load time, so a forward pass never fails half-way through.
     with pytest.raises(_engine.FormatError, match=rf"ffn_gate_tid2eid\.weight' maps token 7 to expert {w.hp.n_expert}"):
         _engine.Model(path)
+
+
+def test_file_resident_bytes_counts_this_process_pages():
+    """Model.file_resident_bytes reads the mapping's Rss: the CPU backend computes from the
+    mapping, so compute pulls the weights in (a GPU backend drops them: tests/gpu)."""
+    path = synth_tiny_path()
+    size = path.stat().st_size
+    m = _engine.Model(str(path), threads=1, backend="cpu")
+    before = m.file_resident_bytes
+    s = m.session(32)
+    s.prefill([1, 2, 3, 4], "batched")
+    s.decode(5)
+    after = m.file_resident_bytes
+    assert 0 <= before <= size and 0 < after <= size
+    assert after > before and after > 0.25 * size  # the weights one forward reads are now mapped

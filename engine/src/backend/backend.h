@@ -171,6 +171,9 @@ public:
     // view of the table (device copies of the matrices, float copies of small
     // vectors) and resolves later WeightViews by their id.
     virtual void bind_weights(const WeightTable& table) = 0;
+    // True when bind_weights copies every view into memory of the backend's own (a GPU), so
+    // compute never reads the host mapping again and the model may drop its pages.
+    virtual bool holds_weight_copies() const { return false; }
 
     // ---- Dense operations ----
     // X[i * n_copies + h][0..E) = table.row(tokens[i]) for h < n_copies (E = table.n_in()).

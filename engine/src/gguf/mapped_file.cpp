@@ -7,6 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 #include "common/error.h"
 
 namespace ds4 {
@@ -61,6 +66,28 @@ std::shared_ptr<const MappedFile> MappedFile::from_bytes(const void* bytes, size
     }
     m->size_ = size;
     return m;
+}
+
+void MappedFile::release_pages() const {
+    if (map_base_) (void)::madvise(map_base_, map_length_, MADV_DONTNEED);  // advice: failure changes nothing
+}
+
+uint64_t MappedFile::resident_bytes() const {
+    if (!map_base_) return size_;
+    std::ifstream smaps("/proc/self/smaps");
+    if (!smaps) throw UnsupportedError(path_ + ": no /proc/self/smaps to read the mapping's resident size from");
+    char start[32];
+    std::snprintf(start, sizeof start, "%lx-", (unsigned long)(uintptr_t)map_base_);
+    std::string line;
+    bool in_mapping = false;
+    while (std::getline(smaps, line)) {
+        if (!in_mapping) {
+            in_mapping = line.rfind(start, 0) == 0;  // the mapping's header line "start-end perms ..."
+            continue;
+        }
+        if (line.rfind("Rss:", 0) == 0) return (uint64_t)std::strtoull(line.c_str() + 4, nullptr, 10) * 1024;  // kB
+    }
+    throw UnsupportedError(path_ + ": its mapping is not in /proc/self/smaps");
 }
 
 MappedFile::~MappedFile() {

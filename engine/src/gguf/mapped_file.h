@@ -29,6 +29,16 @@ public:
     uint64_t size() const { return size_; }
     const std::string& path() const { return path_; }
 
+    // Drops this process's pages of the mapping (madvise MADV_DONTNEED): a backend that holds
+    // its own copy of the weights (a GPU; on a unified-memory APU the same RAM) then leaves
+    // only reclaimable page cache behind. Safe at any time: a later read faults the page back
+    // in from the file. No-op for from_bytes buffers.
+    void release_pages() const;
+    // Bytes of the mapping in this process's resident set now (the mapping's Rss in
+    // /proc/self/smaps: pages this process has mapped, not the page cache); for from_bytes
+    // buffers, their size. UnsupportedError where there is no smaps (not Linux).
+    uint64_t resident_bytes() const;
+
 private:
     MappedFile() = default;
     std::string path_;

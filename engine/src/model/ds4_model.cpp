@@ -24,6 +24,9 @@ Ds4Model::Ds4Model(const std::string& path, int threads, const std::string& back
     for (int64_t r : hp_.compress_ratios) rope_.push_back(r ? compressed : plain);
     backend_ = make_backend(backend, threads);
     backend_->bind_weights(w_.table);
+    // The device holds the weights now: drop the file's pages from this process, so on a
+    // unified-memory APU the model is not resident twice (only reclaimable page cache stays).
+    if (backend_->holds_weight_copies()) file_.bytes()->release_pages();
 }
 
 void Ds4Model::bind_extension(const WeightTable& table, uint64_t serial) const {

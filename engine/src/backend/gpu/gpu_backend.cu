@@ -120,6 +120,7 @@ public:
         store->bind(table, stream_);
         weights_ = std::move(store);
     }
+    bool holds_weight_copies() const override { return true; }
 
     // ---- Dense operations ----
     void matmul(const WeightView& W, int64_t row0, int64_t n_rows, Dev<const float> X, int64_t ldx, int ncols,
