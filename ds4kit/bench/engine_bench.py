@@ -45,9 +45,8 @@ _TOKEN_HIGH = 100_000     # ... and the added/special tokens at the top of the r
 _SWITCH_PAUSE_S = 0.05
 
 
-def parse_sizes(text: str, option: str) -> list[int]:
-    """'64,256' -> [64, 256]; every size a positive integer."""
-    sizes = []
+def _parse_ints(text: str, option: str, least: int, example: str) -> list[int]:
+    values = []
     for part in text.split(","):
         part = part.strip()
         if not part:
@@ -55,27 +54,21 @@ def parse_sizes(text: str, option: str) -> list[int]:
         try:
             n = int(part)
         except ValueError:
-            raise ValueError(f"{option}: {part!r} is not an integer (give a comma list like 64,256)") from None
-        if n < 1:
-            raise ValueError(f"{option}: sizes must be at least 1, got {n}")
-        sizes.append(n)
-    return sizes
+            raise ValueError(f"{option}: {part!r} is not an integer (give a comma list like {example})") from None
+        if n < least:
+            raise ValueError(f"{option}: {'sizes must be at least 1' if least else 'depths must be >= 0'}, got {n}")
+        values.append(n)
+    return values
+
+
+def parse_sizes(text: str, option: str) -> list[int]:
+    """'64,256' -> [64, 256]; every size a positive integer."""
+    return _parse_ints(text, option, 1, "64,256")
 
 
 def parse_depths(text: str) -> list[int]:
     """'0,2048' -> [0, 2048] (-d): each depth an integer >= 0, in the order given, no repeats."""
-    depths = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            d = int(part)
-        except ValueError:
-            raise ValueError(f"-d: {part!r} is not an integer (give a comma list like 0,2048)") from None
-        if d < 0:
-            raise ValueError(f"-d: depths must be >= 0, got {d}")
-        depths.append(d)
+    depths = _parse_ints(text, "-d", 0, "0,2048")
     if not depths:
         raise ValueError("-d: give at least one depth (0 for a fresh sequence)")
     return list(dict.fromkeys(depths))

@@ -13,6 +13,22 @@ namespace {
 constexpr int kMaxHc = 16;
 constexpr int kMaxSplit = 2 * kMaxHc + kMaxHc * kMaxHc;
 
+// One Sinkhorn half-step by the whole block: every row (rows) or column of the n x n matrix M
+// divided by (its sum + eps), the sum in index order from 0 as cpu_hc.cpp's row_norm/col_norm.
+// Every value is read before any is written (tmp, then a barrier).
+__device__ void normalise_lines(double* M, double* tmp, int64_t n, double hc_eps, bool rows) {
+    const int64_t t0 = ds4_thread_x(), T = ds4_block_dim_x(), nn = n * n;
+    for (int64_t k = t0; k < nn; k += T) {
+        const int64_t first = rows ? (k / n) * n : k % n, step = rows ? 1 : n;
+        double sum = 0.0;
+        for (int64_t j = 0; j < n; ++j) sum += M[first + j * step];
+        tmp[k] = M[k] / (sum + hc_eps);
+    }
+    ds4_sync_block();
+    for (int64_t k = t0; k < nn; k += T) M[k] = tmp[k];
+    ds4_sync_block();
+}
+
 // hc_split_from_mix (cpu_hc.cpp) by the whole block: a thread per value of the n x n matrix
 // (and of pre/post), with a barrier between reading a row or column and writing it. Every
 // sum is the serial one, in the same order (each thread of a row or column adds the same
@@ -46,26 +62,8 @@ __device__ void hc_split_from_mix(const float* m, int64_t n, const float* scale,
     }
     ds4_sync_block();
     for (int64_t it = 0; it < (iters > 1 ? iters : 1); ++it) {
-        if (it > 0) {  // rounds after the first: row normalisation, then column normalisation
-            for (int64_t k = t0; k < nn; k += T) {
-                const int64_t r = k / n;
-                double sum = 0.0;
-                for (int64_t c = 0; c < n; ++c) sum += M[r * n + c];
-                tmp[k] = M[k] / (sum + hc_eps);
-            }
-            ds4_sync_block();
-            for (int64_t k = t0; k < nn; k += T) M[k] = tmp[k];
-            ds4_sync_block();
-        }
-        for (int64_t k = t0; k < nn; k += T) {
-            const int64_t c = k % n;
-            double sum = 0.0;
-            for (int64_t r = 0; r < n; ++r) sum += M[r * n + c];
-            tmp[k] = M[k] / (sum + hc_eps);
-        }
-        ds4_sync_block();
-        for (int64_t k = t0; k < nn; k += T) M[k] = tmp[k];
-        ds4_sync_block();
+        if (it > 0) normalise_lines(M, tmp, n, hc_eps, true);  // rounds after the first: rows, then columns
+        normalise_lines(M, tmp, n, hc_eps, false);
     }
 }
 
