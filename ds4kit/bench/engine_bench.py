@@ -375,7 +375,11 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
         n_ctx = max(depths) + max([max(pp or [0]), 1 + max(tg or [0]), 16]) + 16
         n_ctx = (n_ctx + 255) // 256 * 256
         target_spec = dict(target.options.spec(), model=str(model_path.resolve()), threads=threads)
+        # llama.cpp on the same device as ours: every layer offloaded when ds4kit runs on a GPU.
+        gpu_layers = config.llama_gpu_layers if config.llama_gpu_layers is not None else (
+            999 if target.options.backend in ("cuda", "hip") else 0)
         spec = {"model": str(model_path.resolve()), "threads": threads, "n_ctx": n_ctx, "n_batch": config.n_batch,
+                "llama_gpu_layers": gpu_layers,
                 "prefill_mode": config.prefill_mode, "reps": reps, "delay_s": config.delay_s, "tests": tests,
                 "depth_tokens": depth_tokens(depths, work["n_vocab"], config.seed), "target": target_spec,
                 "warmup_tokens": tests[0]["tokens"][:16] if kinds[tests[0]["name"]] == "pp" else tests[0]["tokens"][:4]}
@@ -430,7 +434,8 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
             "settings": {"pp": pp, "tg": tg, "depths": list(depths), "reps": reps, "threads": threads,
                          "delay_s": config.delay_s,
                          "engines": engines, "prefill_mode": config.prefill_mode, "n_ctx": n_ctx,
-                         "n_batch": config.n_batch, "seed": config.seed, "backend": target.options.backend,
+                         "n_batch": config.n_batch, "llama_gpu_layers": gpu_layers, "seed": config.seed,
+                         "backend": target.options.backend,
                          "fp8_kv": numerics["fp8_kv"], "indexer_fp4": numerics["indexer_fp4"]},
             "numerics": numerics_comparison(numerics),
             "model": {k: work[k] for k in ("architecture", "name", "size_bytes", "n_params", "n_vocab")},

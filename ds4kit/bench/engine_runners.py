@@ -117,11 +117,12 @@ class Ds4kitRunner:
 class LlamaCppRunner:
     name = "llama.cpp"
 
-    def __init__(self, path: str, threads: int, n_ctx: int, n_batch: int):
+    def __init__(self, path: str, threads: int, n_ctx: int, n_batch: int, n_gpu_layers: int = 0):
         self._lc = import_llama_cpp()
-        self._llm = open_llama(path, threads=threads, n_ctx=n_ctx, n_batch=n_batch)
+        self._llm = open_llama(path, threads=threads, n_ctx=n_ctx, n_batch=n_batch, n_gpu_layers=n_gpu_layers)
         self._threads = threads
         self._n_batch = n_batch
+        self._n_gpu_layers = n_gpu_layers
 
     def _sync(self) -> None:
         # llama_decode on the CPU returns when done; synchronize makes that explicit for any backend.
@@ -152,6 +153,7 @@ class LlamaCppRunner:
             "system_info": sysinfo.decode("utf-8", "replace") if isinstance(sysinfo, bytes) else str(sysinfo),
             "threads": self._threads,
             "n_batch": self._n_batch,
+            "n_gpu_layers": self._n_gpu_layers,
             "computes": ("prefill: Llama.eval in n_batch chunks, logits_all=False so only the last row's "
                          "logits; decode: Llama.eval of one token, its logits; a test at depth d first prefills "
                          "the d context tokens, untimed; KV cache default type (f16), "
@@ -165,5 +167,6 @@ def make_runner(engine: str, spec: dict[str, Any]):
     if engine == "ds4kit":
         return Ds4kitRunner(spec["target"], spec["n_ctx"], spec["prefill_mode"])
     if engine == "llama.cpp":
-        return LlamaCppRunner(spec["model"], spec["threads"], spec["n_ctx"], spec["n_batch"])
+        return LlamaCppRunner(spec["model"], spec["threads"], spec["n_ctx"], spec["n_batch"],
+                              spec.get("llama_gpu_layers", 0))
     raise ValueError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")

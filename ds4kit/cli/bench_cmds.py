@@ -55,6 +55,9 @@ def tokenizer(size_mb: float, out: str | None, seed: int, repeat: int) -> None:
               show_default=True, help="ds4kit prefill mode.")
 @click.option("--n-batch", type=int, default=512, show_default=True,
               help="llama.cpp n_batch (= n_ubatch): prompt tokens per llama_decode call.")
+@click.option("--n-gpu-layers", "llama_gpu_layers", type=click.IntRange(min=0), default=None,
+              help="llama.cpp layers on the GPU (default: all with --backend cuda/hip, none otherwise; needs a "
+                   "GPU build of llama.cpp, e.g. LLAMA_CPP_LIB_PATH, see docs/gpu-backend.md).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fixed pseudo-random tokens.")
 @click.option("-o", "--output", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True,
               help="What to print on stdout (all three are written to the run folder either way).")
@@ -66,7 +69,8 @@ def tokenizer(size_mb: float, out: str | None, seed: int, repeat: int) -> None:
               help="Bandwidth probe array size in MiB (default 4x the last-level cache; tests use less).")
 def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, depths: str, reps: int, backend: str,
            threads: int | None, fp8_kv: bool, indexer_fp4: bool, drafter: Path | None, spec_width: int, delay: float,
-           engines: str, prefill_mode: str, n_batch: int, seed: int, fmt: str, out: Path | None, no_progress: bool,
+           engines: str, prefill_mode: str, n_batch: int, llama_gpu_layers: int | None, seed: int, fmt: str,
+           out: Path | None, no_progress: bool,
            probe_mb: float | None, **thermal_kw) -> None:
     """Prefill and decode tok/s of the ds4kit engine vs llama.cpp on the same GGUF (llama-bench style).
 
@@ -86,7 +90,8 @@ def engine(model_arg: Path | None, model: Path | None, pp: str, tg: str, depths:
         raise click.UsageError("give the model once: MODEL or --model")
     config = BenchEngineConfig(pp=tuple(_parsed(parse_sizes, pp, "-p")), tg=tuple(_parsed(parse_sizes, tg, "-n")),
                                depths=tuple(_parsed(parse_depths, depths)), reps=reps, delay_s=delay, engines=tuple(_parsed(parse_engines, engines)),
-                               prefill_mode=prefill_mode, n_batch=n_batch, seed=seed, probe_mb=probe_mb,
+                               prefill_mode=prefill_mode, n_batch=n_batch, llama_gpu_layers=llama_gpu_layers,
+                               seed=seed, probe_mb=probe_mb,
                                progress=not no_progress, out=out, command=list(sys.argv),
                                thermal=pop_thermal(thermal_kw))
     config.check()

@@ -31,6 +31,7 @@ class BenchEngineConfig:
     engines: tuple[str, ...] = ENGINES
     prefill_mode: str = "batched"
     n_batch: int = 512
+    llama_gpu_layers: int | None = None  # None: all when the ds4kit backend is cuda/hip, else 0
     seed: int = 0
     probe_mb: float | None = None
     progress: bool = True

@@ -104,6 +104,8 @@ def test_cli_depths_end_to_end(tiny_model, tmp_path):
     validate_report(report, "bench-engine")
     r = report["results"]
     assert r["settings"]["depths"] == [0, 64]
+    assert r["settings"]["llama_gpu_layers"] == 0  # --backend cpu: llama.cpp on the CPU too
+    assert r["engines"]["llama.cpp"]["info"]["n_gpu_layers"] == 0
     names = {"pp8", "tg4", "pp8@d64", "tg4@d64"}
     for engine in ("ds4kit", "llama.cpp"):
         assert set(r["engines"][engine]["tests"]) == names, engine
