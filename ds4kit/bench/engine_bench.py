@@ -117,26 +117,24 @@ def make_tests(pp: list[int], tg: list[int], n_vocab: int, seed: int,
     for n in tg:
         toks = rng.integers(low, high, n + 1).tolist()
         base.append({"name": f"tg{n}", "kind": "tg", "n": n, "start_token": toks[0], "tokens": toks[1:]})
-    tests = []
-    for d in depths:
-        for t in base:
-            tests.append(dict(t, depth=d, name=t["name"] + (f"@d{d}" if d else "")))
-    return tests
+    return [_at_depth(t, t["name"], d) for d in depths for t in base]
+
+
+def _at_depth(test: dict[str, Any], base: str, depth: int, **fields: Any) -> dict[str, Any]:
+    # `base` names the test at every depth (the frontier plot's panel); the name adds "@d<depth>".
+    return dict(test, **fields, base=base, depth=depth, name=base + (f"@d{depth}" if depth else ""))
 
 
 def generation_tests(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """DSpark off and on (--drafter): for each tg test, `genN` (N greedy tokens, the model's own,
     after its start token) and `genN+dspark` (the same with the drafter); ds4kit only, since
-    the speedup is ours against ourselves."""
+    the speedup is ours against ourselves. An on test names its off twin (`off`)."""
     out = []
-    for t in tests:
-        if t["kind"] != "tg":
-            continue
-        base, _, depth = t["name"].partition("@")
-        suffix = "@" + depth if depth else ""
-        for speculative in (False, True):
-            name = base.replace("tg", "gen", 1) + ("+dspark" if speculative else "") + suffix
-            out.append(dict(t, name=name, kind="gen", speculative=speculative, engines=["ds4kit"]))
+    for t in (t for t in tests if t["kind"] == "tg"):
+        off = _at_depth(t, f"gen{t['n']}", t["depth"], kind="gen", speculative=False, engines=["ds4kit"])
+        on = _at_depth(t, f"gen{t['n']}+dspark", t["depth"], kind="gen", speculative=True, engines=["ds4kit"],
+                       off=off["name"])
+        out += [off, on]
     return out
 
 
@@ -458,7 +456,7 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
         except Exception as exc:  # a missing plot must not lose the measurements
             run.report["files"].pop("plot", None)
             run.warn("plot-failed", f"bench.png not written: {exc}")
-        if len([d for d in depths if d > 0]) >= 1 and len(depths) >= 2:
+        if len(set(depths)) >= 2:  # a frontier needs two depths
             try:
                 plot_frontier(run.add_file("frontier_plot", "frontier.png"), results, tests)
             except Exception as exc:
@@ -530,10 +528,8 @@ def speculation_summary(ours: dict[str, Any], raw: dict[str, Any], tests: list[d
     for ev in raw.get("reps", []):
         reps.setdefault(ev["test"], []).append(ev)
     for t in tests:
-        if t["kind"] != "gen" or not t["speculative"]:
-            continue
-        off = t["name"].replace("+dspark", "")
-        if t["name"] not in done or off not in done:
+        off = t.get("off")  # the DSpark-on tests name their off twin
+        if off is None or t["name"] not in done or off not in done:
             continue
         shas = {ev.get("tokens_sha256") for ev in reps.get(t["name"], []) + reps.get(off, [])}
         acc = [ev["speculation"]["acceptance_rate"] for ev in reps.get(t["name"], [])

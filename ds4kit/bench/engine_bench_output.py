@@ -58,7 +58,7 @@ def write_csv(path: Path, results: dict[str, Any], tests: list[dict[str, Any]], 
                     "n_threads": st["threads"], "n_batch": st["n_batch"], "n_ctx": st["n_ctx"],
                     "prefill_mode": st["prefill_mode"] if engine == "ds4kit" else "n_batch",
                     "test": t["name"], "n_prompt": t["n"] if t["kind"] == "pp" else 0,
-                    "n_gen": t["n"] if t["kind"] in ("tg", "gen") else 0, "n_depth": t.get("depth", 0), "rep": rep,
+                    "n_gen": t["n"] if t["kind"] in ("tg", "gen") else 0, "n_depth": t["depth"], "rep": rep,
                     "seconds": f"{seconds:.9f}",
                     "tok_s": f"{s['n_tokens'] / seconds:.4f}", "loadavg_1m": e["rep_loadavg"][t["name"]][rep][0],
                     "test_time": e["rep_utc"][t["name"]][rep],
@@ -106,13 +106,13 @@ def plot_frontier(path: Path, results: dict[str, Any], tests: list[dict[str, Any
     import matplotlib.pyplot as plt
 
     engines = [e for e, r in results["engines"].items() if r["status"] == "ok"]
-    bases = list(dict.fromkeys(t["name"].split("@")[0] for t in tests))
+    bases = list(dict.fromkeys(t["base"] for t in tests))
     fig, axes = plt.subplots(1, len(bases), figsize=(4 * len(bases) + 1, 4), squeeze=False)
     colours = {"ds4kit": "#1f77b4", "llama.cpp": "#ff7f0e"}
     for ax, base in zip(axes[0], bases):
-        mine = [t for t in tests if t["name"].split("@")[0] == base]
+        mine = [t for t in tests if t["base"] == base]
         for e in engines:
-            pts = [(t.get("depth", 0), results["engines"][e]["tests"][t["name"]]) for t in mine
+            pts = [(t["depth"], results["engines"][e]["tests"][t["name"]]) for t in mine
                    if t["name"] in results["engines"][e]["tests"]]
             if pts:
                 ax.errorbar([d for d, _ in pts], [s["tok_s"] for _, s in pts], yerr=[s["tok_s_stddev"] for _, s in pts],

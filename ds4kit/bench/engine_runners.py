@@ -2,8 +2,8 @@
 (not to be confused with the engine's compute backends, cpu/cuda/hip).
 
 Each runner loads a GGUF with a given thread count and offers:
-    new_sequence()         a fresh, empty sequence
-    at_depth(d, tokens)    a sequence holding the d context tokens (untimed set-up of a test at depth d)
+    new_sequence(speculative=False)     a fresh, empty sequence (speculative: for a DSpark test, ds4kit only)
+    at_depth(d, tokens, speculative)    a sequence holding the d context tokens (untimed set-up at depth d)
     prefill(tokens)        all tokens fed, logits of the last one computed
     decode(token)          one more token fed, its logits computed
 Both engines compute only the last row's logits in prefill (llama.cpp with logits_all=False
@@ -37,7 +37,7 @@ class Ds4kitRunner:
         self._n_ctx = n_ctx
         self._mode = prefill_mode
         self._session = None
-        self._depth_snapshots: dict[int, Any] = {}
+        self._depth_snapshots: dict[tuple[int, bool], Any] = {}  # (depth, speculative)
 
     def new_sequence(self, speculative: bool = False) -> None:
         # A fresh session per test, like llama-bench clearing the KV cache; allocation is not timed.
@@ -66,27 +66,17 @@ class Ds4kitRunner:
         from ds4kit.engine.generate import GenerationConfig, generate
 
         spec = self._target.speculation if speculative else None
-        if self._session.pos == 0:
-            res = generate(self._session, self._target.model.tokenizer, [start_token], GenerationConfig(max_tokens=n),
-                           speculation=spec)
-        else:
-            res = self._generate_after_context(start_token, n, spec)
+        # The start token is fed here, so generate() starts from the whole sequence as its prompt.
+        first = self._session.prefill([start_token], mode="exact")
+        prompt = list(self._session.tokens)
+        res = generate(self._session, self._target.model.tokenizer, prompt, GenerationConfig(max_tokens=n),
+                       fed=len(prompt), first_logits=first, speculation=spec)
         out = {"seconds": res.decode_s, "n_tokens": len(res.tokens),
                "tokens_sha256": hashlib.sha256(",".join(map(str, res.tokens)).encode()).hexdigest()}
         if spec is not None and getattr(res, "speculation", None):
             sp = res.speculation
             out["speculation"] = {k: sp.get(k) for k in ("acceptance_rate", "tokens_per_forward", "mean_accept_length")}
         return out
-
-    def _generate_after_context(self, start_token: int, n: int, spec: Any):
-        # generate() prefills the prompt it is given: hand it the context as already fed and
-        # feed the start token ourselves, so its logits start the loop.
-        from ds4kit.engine.generate import GenerationConfig, generate
-
-        first = self._session.prefill([start_token], mode="exact")
-        prompt = list(self._session.tokens)
-        return generate(self._session, self._target.model.tokenizer, prompt, GenerationConfig(max_tokens=n),
-                        fed=len(prompt), first_logits=first, speculation=spec)
 
     def prefill(self, tokens: list[int]) -> None:
         self._session.prefill(tokens, mode=self._mode)
@@ -128,15 +118,16 @@ class LlamaCppRunner:
         # llama_decode on the CPU returns when done; synchronize makes that explicit for any backend.
         self._lc.llama_synchronize(self._llm._ctx.ctx)
 
-    def new_sequence(self) -> None:
+    def new_sequence(self, speculative: bool = False) -> None:
         # reset() rewinds n_tokens; the next eval() removes every KV cell from position 0 on.
+        if speculative:
+            raise ValueError("llama.cpp runs no DSpark tests (they are ds4kit's own on/off comparison)")
         self._llm.reset()
 
-    def at_depth(self, depth: int, tokens: list[int]) -> None:
+    def at_depth(self, depth: int, tokens: list[int], speculative: bool = False) -> None:
         # llama-bench's -d: the context is prefilled before each measurement, untimed.
-        self.new_sequence()
-        self._llm.eval(tokens)
-        self._sync()
+        self.new_sequence(speculative)
+        self.prefill(tokens)
 
     def prefill(self, tokens: list[int]) -> None:
         self._llm.eval(tokens)

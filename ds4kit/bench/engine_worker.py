@@ -42,22 +42,15 @@ def _loadavg() -> list[float]:
         return []
 
 
-def run_test(runner: Any, test: dict[str, Any], depth_tokens: dict[str, list[int]] | None = None) -> float:
-    """Seconds for one repetition of one test; sequence setup (at the test's context depth) and
-    the tg start token are untimed."""
-    return run_rep(runner, test, depth_tokens)["seconds"]
-
-
 def run_rep(runner: Any, test: dict[str, Any], depth_tokens: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """One repetition: {"seconds", "n_tokens"} (and, for a gen test, the tokens' sha256 and the
     speculation's acceptance). Sequence setup, the context and the tg start token are untimed."""
-    depth = int(test.get("depth", 0))
+    depth = int(test["depth"])
     speculative = bool(test.get("speculative"))
-    kw = {"speculative": True} if speculative else {}  # pp/tg runners (llama.cpp) take no such argument
     if depth:
-        runner.at_depth(depth, (depth_tokens or {})[str(depth)], **kw)
+        runner.at_depth(depth, (depth_tokens or {})[str(depth)], speculative)
     else:
-        runner.new_sequence(**kw)
+        runner.new_sequence(speculative)
     if test["kind"] == "gen":  # greedy generation, DSpark on or off (ds4kit only)
         return runner.generate(test["start_token"], test["n"], speculative)
     return {"seconds": _timed(runner, test), "n_tokens": len(test["tokens"])}

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from ds4kit.bench.engine_bench import depth_tokens, make_tests, parse_depths
 from ds4kit.bench.engine_runners import Ds4kitRunner
-from ds4kit.bench.engine_worker import run_test
+from ds4kit.bench.engine_worker import run_rep
 from ds4kit.cli import main
 from ds4kit.reports.schema import validate_report
 from ds4kit.synth import preset, write_target
@@ -45,15 +45,15 @@ def test_parse_depths():
 
 
 class _Recording:
-    """A runner that records what run_test asks of it."""
+    """A runner that records what run_rep asks of it."""
 
     def __init__(self):
         self.calls = []
 
-    def new_sequence(self):
+    def new_sequence(self, speculative=False):
         self.calls.append(("new",))
 
-    def at_depth(self, d, tokens):
+    def at_depth(self, d, tokens, speculative=False):
         self.calls.append(("depth", d, len(tokens)))
 
     def prefill(self, tokens):
@@ -63,14 +63,14 @@ class _Recording:
         self.calls.append(("decode", token))
 
 
-def test_run_test_sets_up_the_depth_before_the_timer():
+def test_run_rep_sets_up_the_depth_before_the_timer():
     tests = make_tests([8], [2], n_vocab=1000, seed=0, depths=(32,))
     ctx = depth_tokens((32,), n_vocab=1000, seed=0)
     r = _Recording()
-    run_test(r, tests[0], ctx)
+    run_rep(r, tests[0], ctx)
     assert r.calls == [("depth", 32, 32), ("prefill", 8)]
     r = _Recording()
-    run_test(r, tests[1], ctx)
+    run_rep(r, tests[1], ctx)
     assert r.calls[0] == ("depth", 32, 32) and [c[0] for c in r.calls[1:]] == ["decode"] * 3
 
 
