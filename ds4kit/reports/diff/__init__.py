@@ -4,8 +4,9 @@
     d = diff_reports("runs/a", "runs/b")      # DiffError for different kinds, unknown kinds, bad files
     print(render_markdown(d))
 
-One module per report kind, `kind_<kind with - as _>.py` in this package, found by name: adding
-a kind is one file holding
+Kinds that describe a thing (a model file, a card) are compared field by field: one line in
+field_changes.KINDS each. Every other kind has its module, `kind_<kind with - as _>.py` in this
+package, found by name: adding a kind is one file holding
 
     KIND = "probe-needle"
     def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict   # JSON-ready comparison
@@ -19,7 +20,6 @@ import importlib
 import pkgutil
 from functools import lru_cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 
@@ -28,9 +28,11 @@ class DiffError(ValueError):
 
 
 @lru_cache(maxsize=None)
-def differs() -> dict[str, ModuleType]:
-    """Report kind -> its differ module."""
-    found = {}
+def differs() -> dict[str, Any]:
+    """Report kind -> its differ (a kind_*.py module, or a field_changes.FieldDiffer)."""
+    from ds4kit.reports.diff import field_changes
+
+    found: dict[str, Any] = {k: field_changes.FieldDiffer(k, ignore) for k, ignore in field_changes.KINDS.items()}
     for info in pkgutil.iter_modules(__path__):
         if info.name.startswith("kind_"):
             module = importlib.import_module(f"{__name__}.{info.name}")

@@ -7,6 +7,16 @@ from typing import Any
 
 MAX_SHOWN = 200  # changed paths listed (a whole changed table would drown the rest)
 
+# The report kinds compared field by field, and the result fields each leaves out (timings:
+# they differ on every run).
+KINDS: dict[str, tuple[str, ...]] = {
+    "model-card": (),
+    "model-hash": ("seconds", "cached"),
+    "model-info": (),
+    "model-synth": ("seconds",),
+    "model-tokenize": (),
+}
+
 
 def changes(a: Any, b: Any, path: str = "") -> list[dict[str, Any]]:
     if isinstance(a, dict) and isinstance(b, dict):
@@ -42,3 +52,18 @@ def markdown(d: dict[str, Any]) -> str:
            "| field | A | B |", "|---|---|---|"]
     out += [f"| `{c['path']}` | {_short(c['a'])} | {_short(c['b'])} |" for c in d["fields"]]
     return "\n".join(out) + "\n"
+
+
+class FieldDiffer:
+    """The differ of one KINDS entry (the interface of a kind_*.py module)."""
+
+    def __init__(self, kind: str, ignore: tuple[str, ...]):
+        self.KIND = kind
+        self.ignore = ignore
+
+    def diff(self, a: dict, b: dict, a_dir: Any = None, b_dir: Any = None) -> dict[str, Any]:
+        return diff_results(a, b, self.ignore)
+
+    @staticmethod
+    def markdown(d: dict[str, Any]) -> str:
+        return markdown(d)
