@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ds4kit.reports.diff.pairs import paired, unpaired, unpaired_lines
 from ds4kit.reports.diff.stats import bootstrap_mean_diff, fmt
 
 KIND = "bench-engine"
@@ -17,17 +18,17 @@ def _rep_tok_s(test: dict[str, Any]) -> list[float]:
 def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict[str, Any]:
     ea, eb = a["results"].get("engines") or {}, b["results"].get("engines") or {}
     rows = []
-    for engine in [e for e in ea if e in eb]:
+    for engine in paired(ea, eb):
         tests_a, tests_b = ea[engine].get("tests") or {}, eb[engine].get("tests") or {}
-        for test in [t for t in tests_a if t in tests_b]:
+        for test in paired(tests_a, tests_b):
             ci = bootstrap_mean_diff(_rep_tok_s(tests_a[test]), _rep_tok_s(tests_b[test]))
             significant = ci["diff_lo"] is not None and (ci["diff_lo"] > 0 or ci["diff_hi"] < 0)
             rows.append({"engine": engine, "test": test, **ci, "significant": significant})
     sa, sb = a["results"].get("settings") or {}, b["results"].get("settings") or {}
     return {"throughput": rows, "settings_changed": {k: {"a": sa.get(k), "b": sb.get(k)}
                                                      for k in sorted(set(sa) | set(sb)) if sa.get(k) != sb.get(k)},
-            "unpaired": sorted({f"{e}/{t}" for e in ea for t in (ea[e].get("tests") or {})}
-                               ^ {f"{e}/{t}" for e in eb for t in (eb[e].get("tests") or {})})}
+            "unpaired": unpaired((f"{e}/{t}" for e in ea for t in (ea[e].get("tests") or {})),
+                                 (f"{e}/{t}" for e in eb for t in (eb[e].get("tests") or {})))}
 
 
 def markdown(d: dict[str, Any]) -> str:
@@ -40,8 +41,7 @@ def markdown(d: dict[str, Any]) -> str:
     if d["settings_changed"]:
         out += ["", "Settings that differ: " + ", ".join(f"{k} {v['a']!r} -> {v['b']!r}"
                                                           for k, v in d["settings_changed"].items())]
-    if d["unpaired"]:
-        out += ["", "In one report only: " + ", ".join(d["unpaired"])]
+    out += unpaired_lines(d["unpaired"])
     out += ["", "Intervals: percentile bootstrap (10000 resamples, seeded) of the mean over repetitions; with "
             "few repetitions they are wide and rough."]
     return "\n".join(out) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ds4kit.reports.diff.pairs import paired, unpaired, unpaired_lines
 from ds4kit.reports.diff.stats import bootstrap_mean_diff, fmt
 from ds4kit.reports.jsonl import read_jsonl_objects
 
@@ -23,7 +24,7 @@ def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict[str, Any]:
     arms_a = {x["name"]: x for x in a["results"]["arms"]}
     arms_b = {x["name"]: x for x in b["results"]["arms"]}
     rows = []
-    for name in [n for n in arms_a if n in arms_b]:
+    for name in paired(arms_a, arms_b):
         xa, xb = arms_a[name], arms_b[name]
         sa, sb = xa.get("speculation") or {}, xb.get("speculation") or {}
         rows.append({"arm": name, "identical_a": xa["identical"], "identical_b": xb["identical"],
@@ -33,7 +34,7 @@ def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict[str, Any]:
                      "tok_s": bootstrap_mean_diff(_item_tok_s(a_dir, name), _item_tok_s(b_dir, name))})
     return {"verdict": {"a": a["results"]["verdict"], "b": b["results"]["verdict"]}, "arms": rows,
             "suite_same": a["results"]["suite"].get("sha256") == b["results"]["suite"].get("sha256"),
-            "unpaired": sorted(set(arms_a) ^ set(arms_b))}
+            "unpaired": unpaired(arms_a, arms_b)}
 
 
 def markdown(d: dict[str, Any]) -> str:
@@ -47,7 +48,6 @@ def markdown(d: dict[str, Any]) -> str:
                    f"{'yes' if r['same_tokens'] else 'no'} | {fmt(r['speedup_a'])} | {fmt(r['speedup_b'])} | "
                    f"{fmt(r['acceptance_a'])} | {fmt(r['acceptance_b'])} | {fmt(t['mean_a'])} | {fmt(t['mean_b'])} | "
                    f"{fmt(t['ratio'])} [{fmt(t['ratio_lo'])}, {fmt(t['ratio_hi'])}] |")
-    if d["unpaired"]:
-        out += ["", "In one report only: " + ", ".join(d["unpaired"])]
+    out += unpaired_lines(d["unpaired"])
     out += ["", "tok/s intervals: percentile bootstrap over the timed items (warmup items excluded)."]
     return "\n".join(out) + "\n"

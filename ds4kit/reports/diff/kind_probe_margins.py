@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ds4kit.reports.diff.pairs import unpaired
 from ds4kit.reports.diff.stats import fmt
 
 KIND = "probe-margins"
@@ -22,7 +23,7 @@ def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict[str, Any]:
             "overall": {k: {"a": ra.get(k), "b": rb.get(k)} for k in FIELDS},
             "per_width": [{"width": w, **{k: {"a": wa[w].get(k), "b": wb[w].get(k)} for k in FIELDS}}
                           for w in sorted(set(wa) & set(wb))],
-            "unpaired_widths": sorted(set(wa) ^ set(wb))}
+            "unpaired_widths": unpaired(wa, wb)}
 
 
 def markdown(d: dict[str, Any]) -> str:

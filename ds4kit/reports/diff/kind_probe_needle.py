@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ds4kit.reports.diff.pairs import paired, unpaired, unpaired_lines
 from ds4kit.reports.diff.stats import fmt, mcnemar_exact
 
 KIND = "probe-needle"
@@ -13,11 +14,11 @@ KIND = "probe-needle"
 def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict[str, Any]:
     ca = {c["id"]: c for c in a["results"]["cells"]}
     cb = {c["id"]: c for c in b["results"]["cells"]}
-    arms = [x for x in a["results"]["arms"] if x in b["results"]["arms"]]
+    arms = paired(a["results"]["arms"], b["results"]["arms"])
     per_arm = {}
     for arm in arms:
         gained, lost, both, neither = [], [], 0, 0
-        for cid in [c for c in ca if c in cb]:
+        for cid in paired(ca, cb):
             fa, fb = ca[cid]["arms"][arm]["found"], cb[cid]["arms"][arm]["found"]
             if fa and fb:
                 both += 1
@@ -30,7 +31,7 @@ def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict[str, Any]:
         per_arm[arm] = {"rate_a": a["results"]["score"][arm]["rate"], "rate_b": b["results"]["score"][arm]["rate"],
                         "both": both, "neither": neither, "found_in_b_only": gained, "found_in_a_only": lost,
                         "mcnemar_p": mcnemar_exact(len(lost), len(gained))}
-    return {"arms": per_arm, "paired_cells": len(set(ca) & set(cb)), "unpaired": sorted(set(ca) ^ set(cb))}
+    return {"arms": per_arm, "paired_cells": len(paired(ca, cb)), "unpaired": unpaired(ca, cb)}
 
 
 def markdown(d: dict[str, Any]) -> str:
@@ -40,6 +41,5 @@ def markdown(d: dict[str, Any]) -> str:
         out.append(f"| {arm} | {fmt(r['rate_a'])} | {fmt(r['rate_b'])} | {r['both']} | {r['neither']} | "
                    f"{', '.join(r['found_in_b_only']) or '-'} | {', '.join(r['found_in_a_only']) or '-'} | "
                    f"{fmt(r['mcnemar_p'])} |")
-    if d["unpaired"]:
-        out += ["", "In one report only: " + ", ".join(d["unpaired"])]
+    out += unpaired_lines(d["unpaired"])
     return "\n".join(out) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ds4kit.reports.diff.pairs import paired, unpaired, unpaired_lines
 from ds4kit.reports.diff.stats import fmt
 
 KIND = "probe-prefix-cache"
@@ -14,7 +15,7 @@ def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict[str, Any]:
     ta = {t["id"]: t for t in a["results"]["turns"]}
     tb = {t["id"]: t for t in b["results"]["turns"]}
     turns = []
-    for tid in [t for t in ta if t in tb]:
+    for tid in paired(ta, tb):
         x, y = ta[tid], tb[tid]
         turns.append({"id": tid, "prompt_tokens": {"a": x["prompt_tokens"], "b": y["prompt_tokens"]},
                       "expected_reuse": {"a": x["expected_reuse"], "b": y["expected_reuse"]},
@@ -23,7 +24,7 @@ def diff(a: dict, b: dict, a_dir: Path, b_dir: Path) -> dict[str, Any]:
                       "answer_identical": {"a": x.get("answer_identical"), "b": y.get("answer_identical")}})
     return {"verdict": {"a": a["results"]["verdict"], "b": b["results"]["verdict"]},
             "suite": {"a": a["results"]["suite"].get("id"), "b": b["results"]["suite"].get("id")},
-            "turns": turns, "unpaired": sorted(set(ta) ^ set(tb))}
+            "turns": turns, "unpaired": unpaired(ta, tb)}
 
 
 def markdown(d: dict[str, Any]) -> str:
@@ -35,6 +36,5 @@ def markdown(d: dict[str, Any]) -> str:
                    f"{t['expected_reuse']['a']}/{t['expected_reuse']['b']} | "
                    f"{t['actual_reuse']['a']}/{t['actual_reuse']['b']} | {fmt(t['prefill_fraction']['a'])} | "
                    f"{fmt(t['prefill_fraction']['b'])} | {t['answer_identical']['a']}/{t['answer_identical']['b']} |")
-    if d["unpaired"]:
-        out += ["", "In one report only: " + ", ".join(d["unpaired"])]
+    out += unpaired_lines(d["unpaired"])
     return "\n".join(out) + "\n"
