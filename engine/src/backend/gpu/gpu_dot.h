@@ -47,6 +47,14 @@ inline int dot_wide(const void* base, uint64_t stride) {
     return a != 0 && ((uint64_t)(uintptr_t)base % a == 0) && stride % a == 0 ? 1 : 0;
 }
 
+// Host side too: 1 if columns at x + c * ld allow load_x8's 16-byte loads; the blocks that
+// hold `rows` rows at kDotBlock / L rows a block.
+inline int dot_x_aligned(const float* x, int64_t ld) { return ((uintptr_t)x % 16 == 0 && ld % 4 == 0) ? 1 : 0; }
+inline unsigned dot_row_blocks(int64_t rows, int L) {
+    const int64_t per = kDotBlock / L;
+    return (unsigned)((rows + per - 1) / per);
+}
+
 // Where a group sits in its block: the group index and the lane within it.
 struct Lanes {
     int L, group, lane;
@@ -54,6 +62,10 @@ struct Lanes {
 __device__ inline Lanes dot_lanes_of_thread(int L) {
     const int t = (int)ds4_thread_x();
     return Lanes{L, t / L, t % L};
+}
+// The row this thread's group computes in block x (dot_row_blocks blocks cover a matrix).
+__device__ inline int64_t group_row(const Lanes& ln) {
+    return (int64_t)ds4_block_x() * (kDotBlock / ln.L) + ln.group;
 }
 
 // One chunk's products into acc (the order gpu_dot.h's header gives).

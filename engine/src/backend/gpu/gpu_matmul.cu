@@ -22,7 +22,7 @@ __global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t 
                                   int x4) {
     __shared__ float part[NC * ds4::gpu::kDotBlock];
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
+    const int64_t r = ds4::gpu::group_row(ln);
     const int c_first = (int)ds4_block_y() * NC;
     const int nc = ncols - c_first < NC ? ncols - c_first : NC;
     const float* x[NC];
@@ -64,13 +64,12 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
                  int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, void* s) {
     const int L = dot_lanes(tensor_rows, n);
     const int wide = dot_wide<T>(W, row_bytes);
-    const int x4 = ((uintptr_t)X % 16 == 0 && ldx % 4 == 0) ? 1 : 0;
+    const int x4 = dot_x_aligned(X, ldx);
     const int NC = ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols;  // 1, 2, 4 or 8: the narrowest that holds ncols
     void (*k)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t, const uint64_t*,
               int, int, int) = NC == 1 ? ds4_matmul_kernel<1, T> : NC == 2 ? ds4_matmul_kernel<2, T>
                                : NC == 4 ? ds4_matmul_kernel<4, T> : ds4_matmul_kernel<8, T>;
-    const int64_t rows_per_block = kDotBlock / L;
-    const dim3 g((unsigned)((n_rows + rows_per_block - 1) / rows_per_block), (unsigned)((ncols + NC - 1) / NC));
+    const dim3 g(dot_row_blocks(n_rows, L), (unsigned)((ncols + NC - 1) / NC));
     ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
 }

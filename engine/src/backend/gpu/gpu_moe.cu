@@ -124,7 +124,7 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
+    const int64_t r = ds4::gpu::group_row(ln);
     const bool live = r < F;
     const uint8_t* grow = live ? gate + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
     const uint8_t* urow = live ? up + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
@@ -160,7 +160,7 @@ __global__ void ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, 
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r = (int64_t)ds4_block_x() * (ds4::gpu::kDotBlock / L) + ln.group;
+    const int64_t r = ds4::gpu::group_row(ln);
     const uint8_t* row = r < E ? down + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
     for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
         const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
@@ -244,17 +244,12 @@ ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_
     }
 }
 
-dim3 grid_of(const ExpertMatrix& m, int64_t slots) {
-    const int64_t per = kDotBlock / m.L;
-    return dim3((unsigned)((m.rows + per - 1) / per), (unsigned)slots);
-}
-
-int x_aligned(const float* x, int64_t ld) { return ((uintptr_t)x % 16 == 0 && ld % 4 == 0) ? 1 : 0; }
+dim3 grid_of(const ExpertMatrix& m, int64_t slots) { return dim3(dot_row_blocks(m.rows, m.L), (unsigned)slots); }
 
 void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate, const uint8_t* up, const float* h,
              const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,
              const int32_t* tok_of, int64_t n_tokens, double clamp, float* act, const uint64_t* grid) {
-    const int x4 = x_aligned(h, m.n_in);
+    const int x4 = dot_x_aligned(h, m.n_in);
     const bool one = n_tokens == 1;  // every expert has at most one column
     switch (m.type) {
 #define DS4_CASE(T)                                                                                                 \
@@ -274,7 +269,7 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
 void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const float* act, const int32_t* active,
           const int32_t* n_active, const int32_t* count, const int32_t* start, int64_t n_tokens, float* out,
           const uint64_t* grid) {
-    const int x4 = x_aligned(act, m.n_in);
+    const int x4 = dot_x_aligned(act, m.n_in);
     const bool one = n_tokens == 1;
     switch (m.type) {
 #define DS4_CASE(T)                                                                                                  \
