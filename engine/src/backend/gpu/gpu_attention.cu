@@ -2,12 +2,13 @@
 //
 // attention: one thread block per (token, head). Key t is a window row (F16 in the ring),
 // then a compressed row (F16; all visible ones or the indexer's selection), or, for
-// attention_rows, row t of a float array. Each thread scores whole keys with the CPU's dot
-// (gpu_math.h attn_dot: the same lanes and fmas, exact products); the max over the keys and
-// the sink is order-free; the weights e_t = exp(s_t - max) are summed by thread 0 in key
-// order after exp(sink - max), as the CPU (a tile of keys at a time, from shared memory); each output element is fma(e_t, k_t, o) over the
-// keys in order from 0 (attn_kernels.h), divided by the sum, then rotated back. Nothing
-// depends on the other tokens of the call (verify == decode).
+// attention_rows, row t of a float array. A group of 16 threads scores each key with the
+// CPU's dot (gpu_math.h attn_dot: one of its lanes per thread, the same fmas, exact products;
+// the key's loads coalesced); the max over the keys and the sink is order-free; the weights
+// e_t = exp(s_t - max) are summed by thread 0 in key order after exp(sink - max), as the CPU
+// (a tile of keys at a time, from shared memory); each output element is fma(e_t, k_t, o)
+// over the keys in order from 0 (attn_kernels.h), divided by the sum, then rotated back.
+// Nothing depends on the other tokens of the call (verify == decode).
 //
 // indexer_select: scores one thread per (token, row), then per token the top_k by rank
 // (rows ranked by score, ties to the lower row) and written in ascending row order.
@@ -18,9 +19,12 @@
 #include <stdint.h>
 
 namespace {
-constexpr int kThreads = 128;
-constexpr int kOutPerThread = 4;  // head_dim <= kThreads * kOutPerThread (the launcher checks)
+constexpr int kThreads = 256;
+constexpr int kOutPerThread = 2;  // head_dim <= kThreads * kOutPerThread (the launcher checks)
 constexpr int kKeyTile = 256;     // keys whose row pointers a block holds at once
+constexpr int kDotLanes = 16;     // threads that score one key (attn_dot's 16 lanes)
+constexpr int kKeysPerRound = kThreads / kDotLanes;
+constexpr int kLoadAhead = 8;     // keys whose values a thread loads before adding them
 
 struct Keys {
     // Sequence-state mode (ring != null): window rows then compressed rows.
@@ -64,6 +68,33 @@ __device__ inline TokenKeys token_keys(const Keys& k, int64_t i, int64_t p) {
 }
 }  // namespace
 
+// The score of one key by a group of kDotLanes threads, gpu_math.h attn_dot step for step:
+// lane l holds attn_dot's a[l] (elements l, l + 16, ... by fma from +0), then lane 0 combines
+// the 16 sums from shared memory in attn_dot's pairs and adds the tail. `lane_sum` is the
+// block's shared array; every thread calls it (it has a barrier).
+template <class Key>
+__device__ inline double group_attn_dot(const float* q, Key key, int64_t n, bool live, double* lane_sum) {
+    const int t = (int)ds4_thread_x(), l = t % kDotLanes;
+    const int64_t n16 = n - n % 16;
+    double a = 0.0;
+    if (live) {
+#pragma unroll 8
+        for (int64_t i = l; i < n16; i += 16) a = __builtin_fma((double)q[i], key(i), a);
+    }
+    lane_sum[t] = a;
+    ds4_sync_block();
+    double r = 0.0;
+    if (live && l == 0) {
+        const double* A = lane_sum + t;
+        double s[4];
+        for (int k = 0; k < 4; ++k) s[k] = (A[k] + A[4 + k]) + (A[8 + k] + A[12 + k]);
+        r = (s[0] + s[1]) + (s[2] + s[3]);
+        for (int64_t i = n16; i < n; ++i) r = __builtin_fma((double)q[i], key(i), r);
+    }
+    ds4_sync_block();  // lane_sum is reused by the next round
+    return r;
+}
+
 // Block (i * n_head + h). scores: [n * n_head][ld_scores] doubles of scratch.
 extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const float* Q, int64_t n_head, int64_t D,
                                                 const float* sinks, ds4::RopeSpec rope, double* scores,
@@ -81,19 +112,24 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
     double* s = scores + b * ld_scores;
     const double inv_sqrt_d = 1.0 / ds4::num::sqrt_f64((double)D);
     ds4::gpu::rope_cos_sin_block((double)p, rope, cs);
+    // Scores: kKeysPerRound keys at a time, a group of kDotLanes threads per key.
     double mx = (double)sinks[h];
-    for (int64_t k = t; k < T; k += kThreads) {
+    for (int64_t k0 = 0; k0 < T; k0 += kKeysPerRound) {
+        const int64_t k = k0 + t / kDotLanes;
+        const bool live = k < T;
         double v;
         if (keys.ring) {
-            const uint16_t* kr = tk.f16_row(k, D);
-            v = ds4::gpu::attn_dot(q, [kr](int64_t j) { return (double)ds4::gpu::f16_bits_to_f32(kr[j]); }, D);
+            const uint16_t* kr = live ? tk.f16_row(k, D) : nullptr;
+            v = group_attn_dot(q, [kr](int64_t j) { return (double)ds4::gpu::f16_bits_to_f32(kr[j]); }, D, live, red);
         } else {
-            const float* kr = keys.rows + k * D;
-            v = ds4::gpu::attn_dot(q, [kr](int64_t j) { return (double)kr[j]; }, D);
+            const float* kr = keys.rows + (live ? k : 0) * D;
+            v = group_attn_dot(q, [kr](int64_t j) { return (double)kr[j]; }, D, live, red);
         }
-        v *= inv_sqrt_d;
-        s[k] = v;
-        mx = ds4::num::max_f64(mx, v);
+        if (live && t % kDotLanes == 0) {
+            v *= inv_sqrt_d;
+            s[k] = v;
+            mx = ds4::num::max_f64(mx, v);
+        }
     }
     red[t] = mx;
     ds4_sync_block();
@@ -106,7 +142,8 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
     if (t == 0) den_s = ::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
     ds4_sync_block();
     // o_j = sum_k e_k key_k[j] in key order from 0: keys a tile at a time, the tile's row
-    // pointers and weights in shared memory, each thread's kOutPerThread outputs in registers.
+    // pointers and weights in shared memory, each thread's kOutPerThread outputs in registers;
+    // kLoadAhead keys' values are loaded before their fmas, so the loads overlap.
     float* o = O + (i * n_head + h) * D;
     double acc[kOutPerThread];
     for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = 0.0;
@@ -126,12 +163,16 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
             const int64_t j = t + (int64_t)jj * kThreads;
             if (j >= D) continue;
             double a = acc[jj];
-            if (keys.ring) {
-                for (int64_t kk = 0; kk < kt; ++kk) {
-                    a = __builtin_fma(key_w[kk], (double)ds4::gpu::f16_bits_to_f32(((const uint16_t*)key_row[kk])[j]), a);
+            for (int64_t kk = 0; kk < kt; kk += kLoadAhead) {
+                double v[kLoadAhead];
+                for (int u = 0; u < kLoadAhead; ++u) {
+                    const int64_t r = kk + u < kt ? kk + u : kk;
+                    v[u] = keys.ring ? (double)ds4::gpu::f16_bits_to_f32(((const uint16_t*)key_row[r])[j])
+                                     : (double)((const float*)key_row[r])[j];
                 }
-            } else {
-                for (int64_t kk = 0; kk < kt; ++kk) a = __builtin_fma(key_w[kk], (double)((const float*)key_row[kk])[j], a);
+                for (int u = 0; u < kLoadAhead; ++u) {
+                    if (kk + u < kt) a = __builtin_fma(key_w[kk + u], v[u], a);
+                }
             }
             acc[jj] = a;
         }

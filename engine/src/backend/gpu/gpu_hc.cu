@@ -1,15 +1,17 @@
 // Hyper-connection kernels of the GPU backend (cpu_hc.cpp's per-token part; the mix logits
 // m = fn . N(flatten X) come from the backend's rms_norm and matmul, tokens as columns).
-// One thread block per token: thread 0 forms the token's split (sigmoids, Sinkhorn) in
-// double exactly as the CPU writes it, then every thread collapses a share of the E
-// elements, u_k = sum_h w_h X_h[k] in h order in double.
+// Blocks (token, s): every block forms the token's split (sigmoids, Sinkhorn) in double
+// exactly as the CPU writes it (the same bits in each block; block 0 stores it), then
+// collapses its slice of kSlice of the E elements, u_k = sum_h w_h X_h[k] in h order in
+// double. One block per token had left a decode step's 16K-value collapse to 128 threads.
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_math.h"
 
 #include <stdint.h>
 
 namespace {
-[[maybe_unused]] constexpr int kThreads = 128;  // the launchers' block size (unused in the device pass)
+[[maybe_unused]] constexpr int kThreads = 64;  // the launchers' block size (unused in the device pass)
+constexpr int64_t kSlice = 256;                 // elements of E a block collapses
 constexpr int kMaxHc = 16;
 constexpr int kMaxSplit = 2 * kMaxHc + kMaxHc * kMaxHc;
 
@@ -67,8 +69,10 @@ __device__ void hc_split_from_mix(const float* m, int64_t n, const float* scale,
     }
 }
 
+// out[i] for i in slice y of [0, E).
 __device__ void collapse(const double* w, const float* Xt, int64_t n_hc, int64_t E, float* out) {
-    for (int64_t i = ds4_thread_x(); i < E; i += ds4_block_dim_x()) {
+    const int64_t s = ds4_block_y(), end = (s + 1) * kSlice < E ? (s + 1) * kSlice : E;
+    for (int64_t i = s * kSlice + ds4_thread_x(); i < end; i += ds4_block_dim_x()) {
         double acc = 0.0;
         for (int64_t h = 0; h < n_hc; ++h) acc += w[h] * (double)Xt[h * E + i];
         out[i] = (float)acc;
@@ -83,7 +87,9 @@ extern "C" __global__ void ds4_hc_pre_kernel(const float* mix, const float* X, i
     __shared__ double tmp[kMaxHc * kMaxHc];
     const int64_t t = ds4_block_x(), SS = 2 * n_hc + n_hc * n_hc;
     hc_split_from_mix(mix + t * n_mix, n_hc, scale, base, iters, hc_eps, sp, tmp);
-    for (int64_t k = ds4_thread_x(); k < SS; k += ds4_block_dim_x()) split[t * SS + k] = sp[k];
+    if (ds4_block_y() == 0) {
+        for (int64_t k = ds4_thread_x(); k < SS; k += ds4_block_dim_x()) split[t * SS + k] = sp[k];
+    }
     collapse(sp, X + t * n_hc * E, n_hc, E, u + t * E);  // pre_h are the first n_hc values
 }
 
@@ -117,12 +123,21 @@ static void check_hc(int64_t n_hc, const char* op) {
     }
 }
 
+static dim3 tokens_by_slices(int64_t E, int64_t n_tokens, const char* op) {
+    const int64_t slices = (E + kSlice - 1) / kSlice;
+    if (slices > 65535 || n_tokens > 0x7fffffff) {
+        throw ArgumentError(DS4_GPU_WHO ": " + std::string(op) + ": " + std::to_string(n_tokens) + " tokens of " +
+                            std::to_string(E) + " values exceed the launch grid");
+    }
+    return dim3((unsigned)n_tokens, (unsigned)(slices > 0 ? slices : 1));
+}
+
 void launch_hc_pre_split(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, int64_t n_mix,
                          const float* scale, const float* base, int64_t iters, double hc_eps, float* u, double* split,
                          void* s) {
     check_hc(n_hc, "hc_pre");
     if (n_tokens <= 0) return;
-    ds4_launch(ds4_hc_pre_kernel, dim3((unsigned)n_tokens), dim3(kThreads), s, mix, X, n_hc, E, n_mix, scale, base,
+    ds4_launch(ds4_hc_pre_kernel, tokens_by_slices(E, n_tokens, "hc_pre"), dim3(kThreads), s, mix, X, n_hc, E, n_mix, scale, base,
                iters, hc_eps, u, split);
     DS4_GPU_CHECK_LAUNCH("ds4_hc_pre_kernel");
 }
@@ -131,7 +146,7 @@ void launch_hc_head_collapse(const float* mix, const float* X, int64_t n_tokens,
                              const float* scale, const float* base, double hc_eps, float* e, void* s) {
     check_hc(n_hc, "hc_head");
     if (n_tokens <= 0) return;
-    ds4_launch(ds4_hc_head_kernel, dim3((unsigned)n_tokens), dim3(kThreads), s, mix, X, n_hc, E, scale, base, hc_eps,
+    ds4_launch(ds4_hc_head_kernel, tokens_by_slices(E, n_tokens, "hc_head"), dim3(kThreads), s, mix, X, n_hc, E, scale, base, hc_eps,
                e);
     DS4_GPU_CHECK_LAUNCH("ds4_hc_head_kernel");
 }

@@ -62,6 +62,32 @@ __device__ inline void rope_pair(float* row, int64_t row_len, int64_t n_rot, con
     tail[2 * i + 1] = (float)(x0 * s + x1 * c);
 }
 
+// core/numerics.h hadamard_inplace by the whole block: each stage's butterflies are
+// independent, so threads take a share of them between barriers; the same additions and
+// the same final scaling give the serial code's bits. n not a power of two: thread 0 runs
+// the serial code. x is shared memory; begins and ends with a barrier.
+__device__ inline void hadamard_block(double* x, int64_t n) {
+    const int64_t t = ds4_thread_x(), T = ds4_block_dim_x();
+    ds4_sync_block();
+    if (n & (n - 1)) {
+        if (t == 0) ds4::hadamard_inplace(x, n);
+        ds4_sync_block();
+        return;
+    }
+    for (int64_t len = 1; len < n; len *= 2) {
+        for (int64_t b = t; b < n / 2; b += T) {
+            const int64_t j = (b / len) * 2 * len + b % len;
+            const double a = x[j], c = x[j + len];
+            x[j] = a + c;
+            x[j + len] = a - c;
+        }
+        ds4_sync_block();
+    }
+    const double s = 1.0 / ds4::num::sqrt_f64((double)n);
+    for (int64_t i = t; i < n; i += T) x[i] *= s;
+    ds4_sync_block();
+}
+
 // Two branches so neither exp overflows (cpu_sigmoid).
 __device__ inline double sigmoid(double x) {
     if (x >= 0) return 1.0 / (1.0 + ::exp(-x));

@@ -1,6 +1,8 @@
 // RMS norm and scale kernels, one source for CUDA and HIP.
 //
-// rms_norm: one thread block per row. Thread t sums x[i]^2 for i = t, t + T, ... in double
+// rms_norm: one thread block per row (512 threads: a decode step normalises single rows of
+// up to 16K values, and a small block left them waiting on one load after another). Thread t
+// sums x[i]^2 for i = t, t + T, ... in double
 // (each float square is exact in double), then the T partial sums are added in a fixed
 // shared-memory tree; the scale 1 / sqrt(ss / n + eps) and y = x * s * w are formed in
 // double as the CPU backend does. Only the order of the (exact-product) double sum
@@ -12,7 +14,7 @@
 #include <stdint.h>
 
 namespace {
-constexpr int kNormThreads = 128;  // a multiple of every wave size (32, 64)
+constexpr int kNormThreads = 512;  // a multiple of every wave size (32, 64)
 constexpr int kScaleThreads = 256;
 }  // namespace
 
@@ -24,7 +26,8 @@ extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, i
     const float* xr = x + r * n;
     float* yr = y + r * n;
     double ss = 0.0;
-    for (int64_t i = t; i < n; i += kNormThreads) ss += (double)xr[i] * (double)xr[i];
+#pragma unroll 4
+    for (int64_t i = t; i < n; i += kNormThreads) ss += (double)xr[i] * (double)xr[i];  // loads ahead of the adds
     part[t] = ss;
     ds4_sync_block();
     for (int s = kNormThreads / 2; s > 0; s >>= 1) {
@@ -34,6 +37,7 @@ extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, i
     if (t == 0) scale = 1.0 / ds4::num::sqrt_f64(part[0] / (double)n + eps);
     ds4_sync_block();
     const double s = scale;
+#pragma unroll 4
     for (int64_t i = t; i < n; i += kNormThreads) yr[i] = (float)((double)xr[i] * s * (w ? (double)w[i] : 1.0));
 }
 

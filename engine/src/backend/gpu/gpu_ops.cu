@@ -75,15 +75,13 @@ extern "C" __global__ void ds4_fp8_kv_kernel(float* x, int64_t n_rows, int64_t n
     if (t < len) p[t] = ds4::num::round_trip_value(v[t], s, 448.0, true);
 }
 
-// Block r: Hadamard of row r in double (thread 0, core/numerics.h), then FP4 per 32.
+// Block r: Hadamard of row r in double (gpu_math.h hadamard_block), then FP4 per 32.
 extern "C" __global__ void ds4_indexer_transform_kernel(float* x, int64_t d, int fp4) {
     __shared__ double tmp[kMaxIdxDim];
     float* row = x + (int64_t)ds4_block_x() * d;
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
     for (int64_t i = t; i < d; i += T) tmp[i] = row[i];
-    ds4_sync_block();
-    if (t == 0) ds4::hadamard_inplace(tmp, d);
-    ds4_sync_block();
+    ds4::gpu::hadamard_block(tmp, d);
     for (int64_t i = t; i < d; i += T) row[i] = (float)tmp[i];
     ds4_sync_block();
     if (fp4) {

@@ -10,6 +10,7 @@
 
 namespace {
 constexpr int kThreads = 128;
+constexpr int kPoolThreads = 512;  // compress_rows: a thread per pooled column of a 512-wide row
 constexpr int kMaxRowDim = 1024;  // pooled row length one block holds in shared memory
 constexpr float kScoreInit = -1e30f;  // positions before 0 (D's initial state)
 }  // namespace
@@ -42,21 +43,23 @@ extern "C" __global__ void ds4_compress_rows_kernel(int64_t q_first, int64_t rat
                                                     const float* ring_score, const float* norm, double eps,
                                                     ds4::RopeSpec rope, int64_t n_rot, int mode, uint16_t* out) {
     __shared__ float row[kMaxRowDim];
-    __shared__ double red[kThreads];
+    __shared__ double red[kPoolThreads];
     __shared__ double cs[ds4::gpu::kRopeShared];
     __shared__ double had[kMaxRowDim];
     const int t = (int)ds4_thread_x();
     const int64_t q = q_first + (int64_t)ds4_block_x() * ratio, first = q - window + 1;
-    for (int64_t j = t; j < Dc; j += kThreads) {
+    for (int64_t j = t; j < Dc; j += kPoolThreads) {
         // Candidate c is position first + c; ratio 4 pools the previous window (c < 4) at
         // column j and the current one at column Dc + j. Two passes: the max, then the sums.
         double mx = 0.0;
+#pragma unroll 8
         for (int64_t c = 0; c < window; ++c) {
             const int64_t p = first + c, col = (ratio == 4 && c >= 4) ? Dc + j : j;
             const double sc = p < 0 ? (double)kScoreInit : (double)ring_score[(p % rows) * W + col];
             mx = c == 0 ? sc : ds4::num::max_f64(mx, sc);
         }
         double den = 0.0, num = 0.0;
+#pragma unroll 8
         for (int64_t c = 0; c < window; ++c) {
             const int64_t p = first + c, col = (ratio == 4 && c >= 4) ? Dc + j : j;
             const double sc = p < 0 ? (double)kScoreInit : (double)ring_score[(p % rows) * W + col];
@@ -70,41 +73,39 @@ extern "C" __global__ void ds4_compress_rows_kernel(int64_t q_first, int64_t rat
     ds4_sync_block();
     // RMS norm with the weight (sum of squares in double, fixed tree; cpu_rms_norm_row's formula).
     double ss = 0.0;
-    for (int64_t j = t; j < Dc; j += kThreads) ss += (double)row[j] * (double)row[j];
+    for (int64_t j = t; j < Dc; j += kPoolThreads) ss += (double)row[j] * (double)row[j];
     red[t] = ss;
     ds4_sync_block();
-    for (int s = kThreads / 2; s > 0; s >>= 1) {
+    for (int s = kPoolThreads / 2; s > 0; s >>= 1) {
         if (t < s) red[t] += red[t + s];
         ds4_sync_block();
     }
     const double sc = 1.0 / ds4::num::sqrt_f64(red[0] / (double)Dc + eps);
     ds4_sync_block();
-    for (int64_t j = t; j < Dc; j += kThreads) row[j] = (float)((double)row[j] * sc * (double)norm[j]);
+    for (int64_t j = t; j < Dc; j += kPoolThreads) row[j] = (float)((double)row[j] * sc * (double)norm[j]);
     ds4_sync_block();
     ds4::gpu::rope_cos_sin_block((double)(q + 1 - ratio), rope, cs);
-    for (int64_t i = t; i < rope.n_rot / 2; i += kThreads) ds4::gpu::rope_pair(row, Dc, rope.n_rot, cs, i, false);
+    for (int64_t i = t; i < rope.n_rot / 2; i += kPoolThreads) ds4::gpu::rope_pair(row, Dc, rope.n_rot, cs, i, false);
     ds4_sync_block();
     if (mode == 1) {
         const int64_t m = Dc - n_rot;
-        for (int64_t off = (int64_t)t * 64; off < m; off += (int64_t)kThreads * 64) {
+        for (int64_t off = (int64_t)t * 64; off < m; off += (int64_t)kPoolThreads * 64) {
             ds4::fp8_e4m3_round_trip(row + off, m - off < 64 ? m - off : 64);
         }
     } else if (mode >= 2) {
-        for (int64_t j = t; j < Dc; j += kThreads) had[j] = row[j];
-        ds4_sync_block();
-        if (t == 0) ds4::hadamard_inplace(had, Dc);
-        ds4_sync_block();
-        for (int64_t j = t; j < Dc; j += kThreads) row[j] = (float)had[j];
+        for (int64_t j = t; j < Dc; j += kPoolThreads) had[j] = row[j];
+        ds4::gpu::hadamard_block(had, Dc);
+        for (int64_t j = t; j < Dc; j += kPoolThreads) row[j] = (float)had[j];
         ds4_sync_block();
         if (mode == 3) {
-            for (int64_t off = (int64_t)t * 32; off < Dc; off += (int64_t)kThreads * 32) {
+            for (int64_t off = (int64_t)t * 32; off < Dc; off += (int64_t)kPoolThreads * 32) {
                 ds4::fp4_e2m1_round_trip(row + off, 32);
             }
         }
     }
     ds4_sync_block();
     uint16_t* o = out + (int64_t)ds4_block_x() * Dc;
-    for (int64_t j = t; j < Dc; j += kThreads) o[j] = ds4::f32_to_f16(row[j]);
+    for (int64_t j = t; j < Dc; j += kPoolThreads) o[j] = ds4::f32_to_f16(row[j]);
 }
 
 // Widening of F16 rows to float (a state image) and back.
@@ -159,7 +160,7 @@ void launch_compress_rows(int64_t q_first, int64_t n_out, int64_t ratio, int64_t
                             std::to_string(rope.n_rot) + " (at most " + std::to_string(kMaxRowDim) + ", " +
                             std::to_string(kMaxRot) + "; indexer rows a power of two)");
     }
-    ds4_launch(ds4_compress_rows_kernel, dim3((unsigned)n_out), dim3(kThreads), s, q_first, ratio, window, rows, W, Dc,
+    ds4_launch(ds4_compress_rows_kernel, dim3((unsigned)n_out), dim3(kPoolThreads), s, q_first, ratio, window, rows, W, Dc,
                ring_kv, ring_score, norm, eps, rope, n_rot, mode, out);
     DS4_GPU_CHECK_LAUNCH("ds4_compress_rows_kernel");
 }
