@@ -6,7 +6,9 @@
 // load_chunk<TYPE>(row, k, n, grid, w) fills w[0..8) and returns a factor d: element
 // 8k + j of the row is w[j] * d. Types whose block has one scale (Q8_0, Q4_0, MXFP4)
 // return the scale as d and the integer codes as w, so the dot kernels multiply it once
-// per chunk; the others return d = 1 and w = the element value, decoded with the same
+// per chunk; decode_chunk(b, j0, ...) is the same for the chunk at element j0 of the block
+// at b (the dot kernels call it with a j0 fixed per lane). The others return d = 1 and w =
+// the element value, decoded with the same
 // float operations as the CPU's dot decoders (quant/dequant_blocks.h, block_dot_decoder_for:
 // Q2_K / Q4_K fuse d*q - m into one fma). Weights therefore match the CPU's bit for bit.
 // `grid` is the IQ2_XXS codebook in device memory (quant/iq2xxs_grid.h, uploaded once).
@@ -46,6 +48,14 @@ __device__ inline float f16_bits_to_f32(uint16_t h) {
 #endif
 }
 
+// Exact (float)u for 0 <= u < 2^23, and (float)(int8_t)byte, without the int-to-float
+// converter (an eighth-rate unit on NVIDIA's SMs, where it had bounded the experts'
+// decode): 2^23 + u is a float with u in its low mantissa bits, and the subtraction is exact.
+__device__ inline float u_to_f32(uint32_t u) { return ds4::num::f32_of(0x4B000000u | u) - 8388608.0f; }
+__device__ inline float s8_to_f32(uint32_t byte) {
+    return ds4::num::f32_of(0x4B000000u | ((byte & 0xFFu) ^ 0x80u)) - 8388736.0f;  // 2^23 + 128
+}
+
 // MXFP4's shared exponent as 2^(x-127) / 2 (its code values are doubled E2M1).
 __device__ inline float e8m0_half(uint8_t x) {
     return ds4::num::f32_of(x < 2 ? (0x00200000u << x) : ((uint32_t)(x - 1) << 23));
@@ -77,6 +87,63 @@ struct TypeInfo {
                                : TYPE == 104 ? 14 : TYPE == 107 ? 10 : 0;
 };
 
+// Quant types: the chunk at element j0 (a multiple of 8) of the block at b.
+template <uint32_t TYPE>
+__device__ inline float decode_chunk(const uint8_t* b, int j0, const uint64_t* grid, float* w) {
+    if constexpr (TYPE == 8) {  // Q8_0: { f16 d; int8 qs[32] }
+        for (int j = 0; j < kChunk; ++j) w[j] = s8_to_f32(b[2 + j0 + j]);
+        return h2f(b);
+    } else if constexpr (TYPE == 2) {  // Q4_0: { f16 d; u8 qs[16] }, low nibbles then high
+        for (int j = 0; j < kChunk; ++j) {
+            const int e = j0 + j;
+            w[j] = u_to_f32(e < 16 ? (b[2 + e] & 0x0Fu) : (uint32_t)(b[2 + e - 16] >> 4)) - 8.0f;
+        }
+        return h2f(b);
+    } else if constexpr (TYPE == 39) {  // MXFP4: { u8 e; u8 qs[16] }, nibbles as Q4_0
+        for (int j = 0; j < kChunk; ++j) {
+            const int e = j0 + j;
+            w[j] = mxfp4_code(e < 16 ? (b[1 + e] & 0x0Fu) : (uint32_t)(b[1 + e - 16] >> 4));
+        }
+        return e8m0_half(b[0]);
+    } else if constexpr (TYPE == 10) {  // Q2_K: { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin }
+        const float d = h2f(b + 80), dmin = h2f(b + 82);
+        const int s = j0 / 16;  // a chunk lies in one 16-element sub-block
+        const float dl = d * u_to_f32(b[s] & 0xFu), ml = dmin * u_to_f32((uint32_t)(b[s] >> 4));
+        for (int j = 0; j < kChunk; ++j) {
+            const int e = j0 + j;
+            const uint32_t q = (b[16 + (e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3u;
+            w[j] = ds4_fmaf(dl, u_to_f32(q), -ml);
+        }
+        return 1.0f;
+    } else if constexpr (TYPE == 12) {  // Q4_K: { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] }
+        const float d = h2f(b), dmin = h2f(b + 2);
+        const int sb = j0 / 32;
+        int sc, m;
+        q4k_scale_min(b + 4, sb, &sc, &m);
+        const float dl = d * (float)sc, ml = dmin * (float)m;
+        const int shift = 4 * (sb & 1);
+        for (int j = 0; j < kChunk; ++j) {
+            const int l = (j0 + j) % 32;
+            w[j] = ds4_fmaf(dl, u_to_f32((uint32_t)(b[16 + (sb / 2) * 32 + l] >> shift) & 0x0Fu), -ml);
+        }
+        return 1.0f;
+    } else if constexpr (TYPE == 16) {  // IQ2_XXS: { f16 d; 8 x (u32 grid bytes, u32 signs/scale) }
+        const int g = j0 / 32, l = (j0 % 32) / 8;  // a chunk is one grid row
+        const uint32_t aux0 = rd32(b + 2 + 8 * g), aux1 = rd32(b + 2 + 8 * g + 4);
+        const float db = h2f(b) * (0.5f + (float)(aux1 >> 28)) * 0.25f;
+        const uint64_t gr = grid[(aux0 >> (8 * l)) & 0xFF];
+        uint32_t si = (aux1 >> (7 * l)) & 127;
+        si |= (uint32_t)(__builtin_popcount(si) & 1) << 7;
+        for (int j = 0; j < kChunk; ++j) {
+            w[j] = db * (float)((gr >> (8 * j)) & 0xFF) * (((si >> j) & 1) ? -1.0f : 1.0f);
+        }
+        return 1.0f;
+    } else {  // ROCmFP 100-104, 107
+        for (int j = 0; j < kChunk; ++j) w[j] = ds4::rocmfp::element(TYPE, b, j0 + j);
+        return 1.0f;
+    }
+}
+
 template <uint32_t TYPE>
 __device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, const uint64_t* grid, float* w) {
     const int64_t e0 = k * kChunk;
@@ -96,60 +163,7 @@ __device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, con
         return 1.0f;
     } else {
         constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes;
-        const uint8_t* b = row + (e0 / QK) * NB;
-        const int j0 = (int)(e0 % QK);
-        if constexpr (TYPE == 8) {  // Q8_0: { f16 d; int8 qs[32] }
-            for (int j = 0; j < kChunk; ++j) w[j] = (float)(int8_t)b[2 + j0 + j];
-            return h2f(b);
-        } else if constexpr (TYPE == 2) {  // Q4_0: { f16 d; u8 qs[16] }, low nibbles then high
-            for (int j = 0; j < kChunk; ++j) {
-                const int e = j0 + j;
-                w[j] = (float)((int)(e < 16 ? (b[2 + e] & 0x0F) : (b[2 + e - 16] >> 4)) - 8);
-            }
-            return h2f(b);
-        } else if constexpr (TYPE == 39) {  // MXFP4: { u8 e; u8 qs[16] }, nibbles as Q4_0
-            for (int j = 0; j < kChunk; ++j) {
-                const int e = j0 + j;
-                w[j] = mxfp4_code(e < 16 ? (b[1 + e] & 0x0Fu) : (uint32_t)(b[1 + e - 16] >> 4));
-            }
-            return e8m0_half(b[0]);
-        } else if constexpr (TYPE == 10) {  // Q2_K: { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin }
-            const float d = h2f(b + 80), dmin = h2f(b + 82);
-            const int s = j0 / 16;  // a chunk lies in one 16-element sub-block
-            const float dl = d * (float)(b[s] & 0xF), ml = dmin * (float)(b[s] >> 4);
-            for (int j = 0; j < kChunk; ++j) {
-                const int e = j0 + j;
-                const int q = (b[16 + (e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-                w[j] = ds4_fmaf(dl, (float)q, -ml);
-            }
-            return 1.0f;
-        } else if constexpr (TYPE == 12) {  // Q4_K: { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] }
-            const float d = h2f(b), dmin = h2f(b + 2);
-            const int sb = j0 / 32;
-            int sc, m;
-            q4k_scale_min(b + 4, sb, &sc, &m);
-            const float dl = d * (float)sc, ml = dmin * (float)m;
-            const int shift = 4 * (sb & 1);
-            for (int j = 0; j < kChunk; ++j) {
-                const int l = (j0 + j) % 32;
-                w[j] = ds4_fmaf(dl, (float)((b[16 + (sb / 2) * 32 + l] >> shift) & 0x0F), -ml);
-            }
-            return 1.0f;
-        } else if constexpr (TYPE == 16) {  // IQ2_XXS: { f16 d; 8 x (u32 grid bytes, u32 signs/scale) }
-            const int g = j0 / 32, l = (j0 % 32) / 8;  // a chunk is one grid row
-            const uint32_t aux0 = rd32(b + 2 + 8 * g), aux1 = rd32(b + 2 + 8 * g + 4);
-            const float db = h2f(b) * (0.5f + (float)(aux1 >> 28)) * 0.25f;
-            const uint64_t gr = grid[(aux0 >> (8 * l)) & 0xFF];
-            uint32_t si = (aux1 >> (7 * l)) & 127;
-            si |= (uint32_t)(__builtin_popcount(si) & 1) << 7;
-            for (int j = 0; j < kChunk; ++j) {
-                w[j] = db * (float)((gr >> (8 * j)) & 0xFF) * (((si >> j) & 1) ? -1.0f : 1.0f);
-            }
-            return 1.0f;
-        } else {  // ROCmFP 100-104, 107
-            for (int j = 0; j < kChunk; ++j) w[j] = ds4::rocmfp::element(TYPE, b, j0 + j);
-            return 1.0f;
-        }
+        return decode_chunk<TYPE>(row + (e0 / QK) * NB, (int)(e0 % QK), grid, w);
     }
 }
 
@@ -158,6 +172,40 @@ __device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, con
 template <uint32_t TYPE>
 __host__ __device__ constexpr int wide_alignment() {
     return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16 : TYPE == 8 ? 2 : TYPE == 10 ? 4 : 0;
+}
+
+// decode_chunk with word loads for Q8_0 and Q2_K when `wide` (the block at b starts on
+// wide_alignment<TYPE>()); the same values and factor, bit for bit.
+template <uint32_t TYPE>
+__device__ inline float decode_chunk_wide(const uint8_t* b, int j0, const uint64_t* grid, float* w, bool wide) {
+    if constexpr (TYPE == 8) {  // Q8_0: 2-byte aligned blocks of 34
+        if (wide) {
+            const uint16_t* q = reinterpret_cast<const uint16_t*>(b + 2 + j0);
+            for (int j = 0; j < 4; ++j) {
+                const uint32_t v = q[j];
+                w[2 * j] = s8_to_f32(v);
+                w[2 * j + 1] = s8_to_f32(v >> 8);
+            }
+            return f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(b));
+        }
+    } else if constexpr (TYPE == 10) {  // Q2_K: 4-byte aligned blocks of 84
+        if (wide) {
+            const uint32_t dd = *reinterpret_cast<const uint32_t*>(b + 80);
+            const float d = f16_bits_to_f32((uint16_t)(dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(dd >> 16));
+            const uint32_t sc = b[j0 / 16];
+            const float dl = d * u_to_f32(sc & 0xFu), ml = dmin * u_to_f32(sc >> 4);
+            // the chunk's 8 codes: bytes (j0 / 128) * 32 + j0 % 32 .. + 8, shifted by 2 * ((j0 % 128) / 32)
+            const uint32_t* qw = reinterpret_cast<const uint32_t*>(b + 16 + (j0 / 128) * 32 + j0 % 32);
+            const int shift = 2 * ((j0 % 128) / 32);
+            const uint32_t q0 = qw[0] >> shift, q1 = qw[1] >> shift;
+            for (int j = 0; j < 4; ++j) {
+                w[j] = ds4_fmaf(dl, u_to_f32((q0 >> (8 * j)) & 3u), -ml);
+                w[4 + j] = ds4_fmaf(dl, u_to_f32((q1 >> (8 * j)) & 3u), -ml);
+            }
+            return 1.0f;
+        }
+    }
+    return decode_chunk<TYPE>(b, j0, grid, w);
 }
 
 // load_chunk with word and vector loads for the types the real model streams (Q8_0, Q2_K
@@ -193,31 +241,9 @@ __device__ inline float load_chunk_wide(const uint8_t* row, int64_t k, int64_t n
                     }
                     return 1.0f;
                 }
-            } else if constexpr (TYPE == 8) {  // Q8_0: 2-byte aligned blocks of 34
-                const uint8_t* b = row + (e0 / 32) * 34;
-                const uint16_t* q = reinterpret_cast<const uint16_t*>(b + 2 + (e0 % 32));
-                for (int j = 0; j < 4; ++j) {
-                    const uint16_t v = q[j];
-                    w[2 * j] = (float)(int8_t)(v & 0xFF);
-                    w[2 * j + 1] = (float)(int8_t)(v >> 8);
-                }
-                return f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(b));
-            } else if constexpr (TYPE == 10) {  // Q2_K: 4-byte aligned blocks of 84
-                const uint8_t* b = row + (e0 / 256) * 84;
-                const int j0 = (int)(e0 % 256);
-                const uint32_t dd = *reinterpret_cast<const uint32_t*>(b + 80);
-                const float d = f16_bits_to_f32((uint16_t)(dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(dd >> 16));
-                const uint32_t sc = b[j0 / 16];
-                const float dl = d * (float)(sc & 0xF), ml = dmin * (float)(sc >> 4);
-                // the chunk's 8 codes: bytes (j0 / 128) * 32 + j0 % 32 .. + 8, shifted by 2 * ((j0 % 128) / 32)
-                const uint32_t* qw = reinterpret_cast<const uint32_t*>(b + 16 + (j0 / 128) * 32 + j0 % 32);
-                const int shift = 2 * ((j0 % 128) / 32);
-                const uint32_t q0 = qw[0], q1 = qw[1];
-                for (int j = 0; j < 4; ++j) {
-                    w[j] = ds4_fmaf(dl, (float)((q0 >> (8 * j + shift)) & 3u), -ml);
-                    w[4 + j] = ds4_fmaf(dl, (float)((q1 >> (8 * j + shift)) & 3u), -ml);
-                }
-                return 1.0f;
+            } else {
+                constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes;
+                return decode_chunk_wide<TYPE>(row + (e0 / QK) * NB, (int)(e0 % QK), grid, w, true);
             }
         }
     }

@@ -94,6 +94,23 @@ __device__ inline void chunk_products(const float* w, float d, int64_t e, int le
 template <int NC, uint32_t TYPE, bool WIDE>
 __device__ inline void lane_chunks(const uint8_t* row, int64_t n, const Lanes& ln, const float* const* x, int nc,
                                    bool x4, const uint64_t* grid, float* acc) {
+    if constexpr (TypeInfo<TYPE>::block > 1) {
+        constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes, per_block = QK / kChunk;
+        if (ln.L % per_block == 0 && n % QK == 0) {
+            // The same chunks in the same order, by block: L is a multiple of a block's chunks
+            // (dot_lanes picks L >= 32), so every chunk of this lane sits at the same j0 of
+            // its block, and the offsets and shifts that follow from j0 are computed once.
+            const int j0 = (ln.lane % per_block) * kChunk;
+            const int64_t blocks = n / QK, step = ln.L / per_block;
+#pragma unroll 4
+            for (int64_t blk = ln.lane / per_block; blk < blocks; blk += step) {
+                float w[kChunk];
+                const float d = decode_chunk_wide<TYPE>(row + blk * NB, j0, grid, w, WIDE);
+                chunk_products<NC>(w, d, blk * QK + j0, kChunk, x, nc, x4, acc);
+            }
+            return;
+        }
+    }
     const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma unroll 4
     for (int64_t k = ln.lane; k < chunks; k += ln.L) {
