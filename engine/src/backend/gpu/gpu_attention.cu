@@ -95,6 +95,31 @@ __device__ inline double group_attn_dot(const float* q, Key key, int64_t n, bool
     return r;
 }
 
+// acc[jj] += sum over the tile's kt keys, in order, of w_k * value(row_k, j) for the thread's
+// outputs j = t + jj * kThreads: both outputs at once, kLoadAhead keys' values loaded before
+// their fmas so the loads overlap. Row pointers and weights are the block's shared arrays.
+template <class Value>
+__device__ inline void tile_outputs(const void* const* key_row, const double* key_w, int64_t kt, int64_t D,
+                                    double* acc, Value value) {
+    const int t = (int)ds4_thread_x();
+    for (int64_t kk = 0; kk < kt; kk += kLoadAhead) {
+        double v[kOutPerThread][kLoadAhead];
+#pragma unroll
+        for (int u = 0; u < kLoadAhead; ++u) {
+            const int64_t r = kk + u < kt ? kk + u : kk;  // past the tile: a row loaded again, unused
+            for (int jj = 0; jj < kOutPerThread; ++jj) {
+                const int64_t j = t + (int64_t)jj * kThreads;
+                v[jj][u] = value(key_row[r], j < D ? j : 0);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kLoadAhead; ++u) {
+            if (kk + u >= kt) break;
+            for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = __builtin_fma(key_w[kk + u], v[jj][u], acc[jj]);
+        }
+    }
+}
+
 // Block (i * n_head + h). scores: [n * n_head][ld_scores] doubles of scratch.
 extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const float* Q, int64_t n_head, int64_t D,
                                                 const float* sinks, ds4::RopeSpec rope, double* scores,
@@ -142,8 +167,7 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
     if (t == 0) den_s = ::exp((double)sinks[h] - mx);  // the sink adds mass, carries no value
     ds4_sync_block();
     // o_j = sum_k e_k key_k[j] in key order from 0: keys a tile at a time, the tile's row
-    // pointers and weights in shared memory, each thread's kOutPerThread outputs in registers;
-    // kLoadAhead keys' values are loaded before their fmas, so the loads overlap.
+    // pointers and weights in shared memory, each thread's kOutPerThread outputs in registers.
     float* o = O + (i * n_head + h) * D;
     double acc[kOutPerThread];
     for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = 0.0;
@@ -159,22 +183,13 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
             for (int64_t kk = 0; kk < kt; ++kk) den += key_w[kk];
             den_s = den;
         }
-        for (int jj = 0; jj < kOutPerThread; ++jj) {  // constant bounds: acc stays in registers
-            const int64_t j = t + (int64_t)jj * kThreads;
-            if (j >= D) continue;
-            double a = acc[jj];
-            for (int64_t kk = 0; kk < kt; kk += kLoadAhead) {
-                double v[kLoadAhead];
-                for (int u = 0; u < kLoadAhead; ++u) {
-                    const int64_t r = kk + u < kt ? kk + u : kk;
-                    v[u] = keys.ring ? (double)ds4::gpu::f16_bits_to_f32(((const uint16_t*)key_row[r])[j])
-                                     : (double)((const float*)key_row[r])[j];
-                }
-                for (int u = 0; u < kLoadAhead; ++u) {
-                    if (kk + u < kt) a = __builtin_fma(key_w[kk + u], v[u], a);
-                }
-            }
-            acc[jj] = a;
+        if (keys.ring) {
+            tile_outputs(key_row, key_w, kt, D, acc, [](const void* row, int64_t j) {
+                return (double)ds4::gpu::f16_bits_to_f32(((const uint16_t*)row)[j]);
+            });
+        } else {
+            tile_outputs(key_row, key_w, kt, D, acc,
+                         [](const void* row, int64_t j) { return (double)((const float*)row)[j]; });
         }
         ds4_sync_block();
     }

@@ -174,38 +174,68 @@ __host__ __device__ constexpr int wide_alignment() {
     return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16 : TYPE == 8 ? 2 : TYPE == 10 ? 4 : 0;
 }
 
-// decode_chunk with word loads for Q8_0 and Q2_K when `wide` (the block at b starts on
-// wide_alignment<TYPE>()); the same values and factor, bit for bit.
-template <uint32_t TYPE>
-__device__ inline float decode_chunk_wide(const uint8_t* b, int j0, const uint64_t* grid, float* w, bool wide) {
-    if constexpr (TYPE == 8) {  // Q8_0: 2-byte aligned blocks of 34
-        if (wide) {
-            const uint16_t* q = reinterpret_cast<const uint16_t*>(b + 2 + j0);
-            for (int j = 0; j < 4; ++j) {
-                const uint32_t v = q[j];
-                w[2 * j] = s8_to_f32(v);
-                w[2 * j + 1] = s8_to_f32(v >> 8);
-            }
-            return f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(b));
-        }
-    } else if constexpr (TYPE == 10) {  // Q2_K: 4-byte aligned blocks of 84
-        if (wide) {
-            const uint32_t dd = *reinterpret_cast<const uint32_t*>(b + 80);
-            const float d = f16_bits_to_f32((uint16_t)(dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(dd >> 16));
-            const uint32_t sc = b[j0 / 16];
-            const float dl = d * u_to_f32(sc & 0xFu), ml = dmin * u_to_f32(sc >> 4);
-            // the chunk's 8 codes: bytes (j0 / 128) * 32 + j0 % 32 .. + 8, shifted by 2 * ((j0 % 128) / 32)
-            const uint32_t* qw = reinterpret_cast<const uint32_t*>(b + 16 + (j0 / 128) * 32 + j0 % 32);
-            const int shift = 2 * ((j0 % 128) / 32);
-            const uint32_t q0 = qw[0] >> shift, q1 = qw[1] >> shift;
-            for (int j = 0; j < 4; ++j) {
-                w[j] = ds4_fmaf(dl, u_to_f32((q0 >> (8 * j)) & 3u), -ml);
-                w[4 + j] = ds4_fmaf(dl, u_to_f32((q1 >> (8 * j)) & 3u), -ml);
-            }
-            return 1.0f;
-        }
+// A chunk in two steps, so a lane can have several chunks' loads in flight before it decodes
+// any: fetch_chunk<TYPE, WIDE> loads what the chunk at element j0 of the block at b needs
+// into a RawChunk, decode_raw turns it into decode_chunk's values and factor, bit for bit.
+// Q8_0 and Q2_K with WIDE (the block starts on wide_alignment<TYPE>()) keep the raw words
+// (5 and 4 registers); every other case decodes at fetch time and keeps the 9 floats.
+template <uint32_t TYPE, bool WIDE>
+struct RawChunk {
+    static constexpr bool raw = false;
+    float w[kChunk];
+    float d;
+};
+template <>
+struct RawChunk<8, true> {  // Q8_0: the f16 scale and 4 little-endian pairs of int8 codes
+    static constexpr bool raw = true;
+    uint32_t d, q[4];
+};
+template <>
+struct RawChunk<10, true> {  // Q2_K: d and dmin, the sub-block's scale byte, the 2 code words
+    static constexpr bool raw = true;
+    uint32_t dd, sc, q0, q1;
+};
+
+template <uint32_t TYPE, bool WIDE>
+__device__ inline void fetch_chunk(const uint8_t* b, int j0, const uint64_t* grid, RawChunk<TYPE, WIDE>& r) {
+    if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 8) {  // 2-byte aligned blocks of 34
+        const uint16_t* q = reinterpret_cast<const uint16_t*>(b + 2 + j0);
+        for (int j = 0; j < 4; ++j) r.q[j] = q[j];
+        r.d = *reinterpret_cast<const uint16_t*>(b);
+    } else if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 10) {  // 4-byte aligned blocks of 84
+        r.dd = *reinterpret_cast<const uint32_t*>(b + 80);
+        r.sc = b[j0 / 16];
+        // the chunk's 8 codes: bytes (j0 / 128) * 32 + j0 % 32 .. + 8
+        const uint32_t* qw = reinterpret_cast<const uint32_t*>(b + 16 + (j0 / 128) * 32 + j0 % 32);
+        r.q0 = qw[0];
+        r.q1 = qw[1];
+    } else {
+        r.d = decode_chunk<TYPE>(b, j0, grid, r.w);
     }
-    return decode_chunk<TYPE>(b, j0, grid, w);
+}
+
+template <uint32_t TYPE, bool WIDE>
+__device__ inline float decode_raw(const RawChunk<TYPE, WIDE>& r, int j0, float* w) {
+    if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 8) {
+        for (int j = 0; j < 4; ++j) {
+            w[2 * j] = s8_to_f32(r.q[j]);
+            w[2 * j + 1] = s8_to_f32(r.q[j] >> 8);
+        }
+        return f16_bits_to_f32((uint16_t)r.d);
+    } else if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 10) {
+        const float d = f16_bits_to_f32((uint16_t)(r.dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(r.dd >> 16));
+        const float dl = d * u_to_f32(r.sc & 0xFu), ml = dmin * u_to_f32(r.sc >> 4);
+        const int shift = 2 * ((j0 % 128) / 32);  // the chunk's codes are bits shift, shift + 1 of each byte
+        const uint32_t q0 = r.q0 >> shift, q1 = r.q1 >> shift;
+        for (int j = 0; j < 4; ++j) {
+            w[j] = ds4_fmaf(dl, u_to_f32((q0 >> (8 * j)) & 3u), -ml);
+            w[4 + j] = ds4_fmaf(dl, u_to_f32((q1 >> (8 * j)) & 3u), -ml);
+        }
+        return 1.0f;
+    } else {
+        for (int j = 0; j < kChunk; ++j) w[j] = r.w[j];
+        return r.d;
+    }
 }
 
 // load_chunk with word and vector loads for the types the real model streams (Q8_0, Q2_K
@@ -243,7 +273,10 @@ __device__ inline float load_chunk_wide(const uint8_t* row, int64_t k, int64_t n
                 }
             } else {
                 constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes;
-                return decode_chunk_wide<TYPE>(row + (e0 / QK) * NB, (int)(e0 % QK), grid, w, true);
+                const int j0 = (int)(e0 % QK);
+                RawChunk<TYPE, true> r;
+                fetch_chunk<TYPE, true>(row + (e0 / QK) * NB, j0, grid, r);
+                return decode_raw<TYPE, true>(r, j0, w);
             }
         }
     }

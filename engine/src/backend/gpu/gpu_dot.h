@@ -68,32 +68,51 @@ __device__ inline int64_t group_row(const Lanes& ln) {
     return (int64_t)ds4_block_x() * (kDotBlock / ln.L) + ln.group;
 }
 
-// One chunk's products into acc (the order gpu_dot.h's header gives).
+// The 8 products of a chunk with column values xv, summed in element order by fma from 0.
+// Constant trip counts keep w and xv in registers (a loop to `len` puts them on the stack;
+// so does a loop over the chunks in flight that is not unrolled, hence the pragmas below).
+__device__ inline float chunk_dot(const float* w, const float* xv, int len) {
+    float p = 0.0f;
+    if (len == kChunk) {
+        for (int jj = 0; jj < kChunk; ++jj) p = ds4_fmaf(w[jj], xv[jj], p);
+    } else {
+        for (int jj = 0; jj < kChunk; ++jj) {
+            if (jj < len) p = ds4_fmaf(w[jj], xv[jj], p);
+        }
+    }
+    return p;
+}
+
+// One chunk (elements e .. e + len) into acc[c] = fma(d, p_c, acc[c]) for c < nc, when
+// `live`; a chunk that is not live (a repeated one past the row's end) is computed and
+// dropped by a select, so the caller's chunks stay one branch-free stretch of code.
 template <int NC>
-__device__ inline void chunk_products(const float* w, float d, int64_t e, int len, const float* const* x, int nc,
-                                      bool x4, float* acc) {
+__device__ inline void chunk_products(const float* w, float d, int64_t e, int len, bool live, const float* const* x,
+                                      int nc, bool x4, float* acc) {
     for (int c = 0; c < NC; ++c) {
         if (c >= nc) break;  // (a constant-bound loop: acc and x stay in registers)
         float xv[kChunk];
         load_x8(x[c] + e, len, x4 && len == kChunk, xv);
-        // Constant trip counts keep w and xv in registers (a loop to `len` puts them on the stack).
-        float p = 0.0f;
-        if (len == kChunk) {
-            for (int jj = 0; jj < kChunk; ++jj) p = ds4_fmaf(w[jj], xv[jj], p);
-        } else {
-            for (int jj = 0; jj < kChunk; ++jj) {
-                if (jj < len) p = ds4_fmaf(w[jj], xv[jj], p);
-            }
-        }
-        acc[c] = ds4_fmaf(d, p, acc[c]);
+        const float a = ds4_fmaf(d, chunk_dot(w, xv, len), acc[c]);
+        acc[c] = live ? a : acc[c];
     }
 }
 
-// The lane's chunks in order; WIDE picks the decoder once, outside the loop, so the
-// unrolled body has no branch and the loads of several chunks are in flight together.
+// Chunks a lane has in flight: more where the raw words are small (gpu_dequant.h RawChunk).
+template <uint32_t TYPE, bool WIDE>
+__host__ __device__ constexpr int chunks_ahead() {
+    return RawChunk<TYPE, WIDE>::raw ? 8 : 4;
+}
+
+// The lane's chunks in order, A at a time: first the loads of all A (fetch_chunk), then
+// each decoded and multiplied in order. An index past the end fetches the last chunk again
+// and its products are dropped, so the loads carry no branch and are in flight together (a
+// plain unrolled loop left a bound check between chunks, and one chunk's loads in flight).
+// WIDE picks the decoder once, outside the loop.
 template <int NC, uint32_t TYPE, bool WIDE>
 __device__ inline void lane_chunks(const uint8_t* row, int64_t n, const Lanes& ln, const float* const* x, int nc,
                                    bool x4, const uint64_t* grid, float* acc) {
+    constexpr int A = chunks_ahead<TYPE, WIDE>();
     if constexpr (TypeInfo<TYPE>::block > 1) {
         constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes, per_block = QK / kChunk;
         if (ln.L % per_block == 0 && n % QK == 0) {
@@ -102,24 +121,42 @@ __device__ inline void lane_chunks(const uint8_t* row, int64_t n, const Lanes& l
             // its block, and the offsets and shifts that follow from j0 are computed once.
             const int j0 = (ln.lane % per_block) * kChunk;
             const int64_t blocks = n / QK, step = ln.L / per_block;
-#pragma unroll 4
-            for (int64_t blk = ln.lane / per_block; blk < blocks; blk += step) {
-                float w[kChunk];
-                const float d = decode_chunk_wide<TYPE>(row + blk * NB, j0, grid, w, WIDE);
-                chunk_products<NC>(w, d, blk * QK + j0, kChunk, x, nc, x4, acc);
+            for (int64_t b0 = ln.lane / per_block; b0 < blocks; b0 += A * step) {
+                RawChunk<TYPE, WIDE> raw[A];
+#pragma unroll
+                for (int u = 0; u < A; ++u) {
+                    const int64_t b = b0 + u * step < blocks ? b0 + u * step : blocks - 1;
+                    fetch_chunk<TYPE, WIDE>(row + b * NB, j0, grid, raw[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < A; ++u) {
+                    const bool live = b0 + u * step < blocks;
+                    const int64_t b = live ? b0 + u * step : blocks - 1;
+                    float w[kChunk];
+                    const float d = decode_raw<TYPE, WIDE>(raw[u], j0, w);
+                    chunk_products<NC>(w, d, b * QK + j0, kChunk, live, x, nc, x4, acc);
+                }
             }
             return;
         }
     }
+    // Float rows (and quant rows of a part block): chunk k of the row, the last one possibly short.
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma unroll 4
-    for (int64_t k = ln.lane; k < chunks; k += ln.L) {
-        float w[kChunk];
-        const float d = load_chunk_wide<TYPE>(row, k, n, grid, w, WIDE);
-        const int64_t e = k * kChunk;
-        // Quant rows are whole blocks, so only float rows have a short last chunk.
-        const int len = TypeInfo<TYPE>::block > 1 || n - e >= kChunk ? kChunk : (int)(n - e);
-        chunk_products<NC>(w, d, e, len, x, nc, x4, acc);
+    for (int64_t k0 = ln.lane; k0 < chunks; k0 += A * ln.L) {
+        float w[A][kChunk], d[A];
+#pragma unroll
+        for (int u = 0; u < A; ++u) {
+            const int64_t k = k0 + u * ln.L < chunks ? k0 + u * ln.L : chunks - 1;
+            d[u] = load_chunk_wide<TYPE>(row, k, n, grid, w[u], WIDE);
+        }
+#pragma unroll
+        for (int u = 0; u < A; ++u) {
+            const bool live = k0 + u * ln.L < chunks;
+            const int64_t e = (live ? k0 + u * ln.L : chunks - 1) * kChunk;
+            // Quant rows are whole blocks, so only float rows have a short last chunk.
+            const int len = TypeInfo<TYPE>::block > 1 || n - e >= kChunk ? kChunk : (int)(n - e);
+            chunk_products<NC>(w[u], d[u], e, len, live, x, nc, x4, acc);
+        }
     }
 }
 
