@@ -1,6 +1,7 @@
 // The one reduction every matrix-vector product of the GPU backend uses (matmul, the
 // experts of moe): a block of kDotBlock threads splits into groups of L lanes (L = 32, 64,
-// 128 or 256), and each group computes one weight row against up to NC columns.
+// 128 or 256), and each group computes R = group_rows<NC>() consecutive weight rows against
+// up to NC columns (the columns' values loaded once for the R rows).
 //
 // Memory: each lane loads its chunks straight from global memory, with word or 16-byte loads
 // for the types the real model streams (Q8_0, Q2_K, F16, BF16, F32: gpu_dequant.h
@@ -12,8 +13,9 @@
 // elements l, l + L, l + 2L, ... in ascending order; per chunk p = the 8 products w_j * x_j
 // summed in element order with fmaf from 0, then acc = fmaf(d, p, acc) (d: the chunk's
 // factor). The L partial sums are then added in a fixed shared-memory tree. Nothing depends
-// on NC or on how many columns are live: NC columns run NC copies of the one-column
-// arithmetic side by side, and with contraction off no instantiation can fuse differently.
+// on NC, R or on how many columns are live: NC columns and R rows run copies of the
+// one-row, one-column arithmetic side by side, and with contraction off no instantiation can
+// fuse differently.
 // L is chosen from the matrix's shape alone (dot_lanes), never from the number of columns.
 #pragma once
 #include <stdint.h>
@@ -47,11 +49,19 @@ inline int dot_wide(const void* base, uint64_t stride) {
     return a != 0 && ((uint64_t)(uintptr_t)base % a == 0) && stride % a == 0 ? 1 : 0;
 }
 
+// Rows a group computes side by side for NC columns: each lane's column values are loaded
+// once for all of them (x had been loaded again for every row: the L1 traffic, not the
+// weights' bytes, bounded decode). Every row keeps its own one-row arithmetic.
+template <int NC>
+__host__ __device__ constexpr int group_rows() {
+    return NC == 1 ? 4 : 2;
+}
+
 // Host side too: 1 if columns at x + c * ld allow load_x8's 16-byte loads; the blocks that
-// hold `rows` rows at kDotBlock / L rows a block.
+// hold `rows` rows at kDotBlock / L groups of R rows a block.
 inline int dot_x_aligned(const float* x, int64_t ld) { return ((uintptr_t)x % 16 == 0 && ld % 4 == 0) ? 1 : 0; }
-inline unsigned dot_row_blocks(int64_t rows, int L) {
-    const int64_t per = kDotBlock / L;
+inline unsigned dot_row_blocks(int64_t rows, int L, int R) {
+    const int64_t per = (int64_t)(kDotBlock / L) * R;
     return (unsigned)((rows + per - 1) / per);
 }
 
@@ -63,9 +73,10 @@ __device__ inline Lanes dot_lanes_of_thread(int L) {
     const int t = (int)ds4_thread_x();
     return Lanes{L, t / L, t % L};
 }
-// The row this thread's group computes in block x (dot_row_blocks blocks cover a matrix).
-__device__ inline int64_t group_row(const Lanes& ln) {
-    return (int64_t)ds4_block_x() * (kDotBlock / ln.L) + ln.group;
+// The first of the R consecutive rows this thread's group computes in block x
+// (dot_row_blocks blocks cover a matrix).
+__device__ inline int64_t group_row(const Lanes& ln, int R) {
+    return ((int64_t)ds4_block_x() * (kDotBlock / ln.L) + ln.group) * R;
 }
 
 // The 8 products of a chunk with column values xv, summed in element order by fma from 0.
@@ -83,36 +94,41 @@ __device__ inline float chunk_dot(const float* w, const float* xv, int len) {
     return p;
 }
 
-// One chunk (elements e .. e + len) into acc[c] = fma(d, p_c, acc[c]) for c < nc, when
-// `live`; a chunk that is not live (a repeated one past the row's end) is computed and
-// dropped by a select, so the caller's chunks stay one branch-free stretch of code.
-template <int NC>
-__device__ inline void chunk_products(const float* w, float d, int64_t e, int len, bool live, const float* const* x,
-                                      int nc, bool x4, float* acc) {
+// One chunk (elements e .. e + len) of R rows (w[r], d[r]) into acc[r * NC + c] =
+// fma(d[r], p_rc, acc[r * NC + c]) for c < nc, when `live`: column c's values are loaded once
+// for the R rows. A chunk that is not live (a repeated one past the row's end) is computed
+// and dropped by a select, so the caller's chunks stay one branch-free stretch of code.
+template <int NC, int R>
+__device__ inline void chunk_products(const float (*w)[kChunk], const float* d, int64_t e, int len, bool live,
+                                      const float* const* x, int nc, bool x4, float* acc) {
     for (int c = 0; c < NC; ++c) {
         if (c >= nc) break;  // (a constant-bound loop: acc and x stay in registers)
         float xv[kChunk];
         load_x8(x[c] + e, len, x4 && len == kChunk, xv);
-        const float a = ds4_fmaf(d, chunk_dot(w, xv, len), acc[c]);
-        acc[c] = live ? a : acc[c];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const float a = ds4_fmaf(d[r], chunk_dot(w[r], xv, len), acc[r * NC + c]);
+            acc[r * NC + c] = live ? a : acc[r * NC + c];
+        }
     }
 }
 
-// Chunks a lane has in flight: more where the raw words are small (gpu_dequant.h RawChunk).
-template <uint32_t TYPE, bool WIDE>
+// Chunks a lane has in flight per row: about 8 raw chunks (gpu_dequant.h RawChunk) or 4
+// decoded ones across the R rows.
+template <uint32_t TYPE, bool WIDE, int R>
 __host__ __device__ constexpr int chunks_ahead() {
-    return RawChunk<TYPE, WIDE>::raw ? 8 : 4;
+    return RawChunk<TYPE, WIDE>::raw ? (8 / R > 0 ? 8 / R : 1) : (4 / R > 0 ? 4 / R : 1);
 }
 
-// The lane's chunks in order, A at a time: first the loads of all A (fetch_chunk), then
-// each decoded and multiplied in order. An index past the end fetches the last chunk again
-// and its products are dropped, so the loads carry no branch and are in flight together (a
-// plain unrolled loop left a bound check between chunks, and one chunk's loads in flight).
-// WIDE picks the decoder once, outside the loop.
-template <int NC, uint32_t TYPE, bool WIDE>
-__device__ inline void lane_chunks(const uint8_t* row, int64_t n, const Lanes& ln, const float* const* x, int nc,
-                                   bool x4, const uint64_t* grid, float* acc) {
-    constexpr int A = chunks_ahead<TYPE, WIDE>();
+// The lane's chunks of R rows in order, A at a time: first the loads of all A x R
+// (fetch_chunk), then each decoded and multiplied in order. An index past the end fetches
+// the last chunk again and its products are dropped, so the loads carry no branch and are
+// in flight together (a plain unrolled loop left a bound check between chunks, and one
+// chunk's loads in flight). WIDE picks the decoder once, outside the loop.
+template <int NC, int R, uint32_t TYPE, bool WIDE>
+__device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const Lanes& ln, const float* const* x,
+                                   int nc, bool x4, const uint64_t* grid, float* acc) {
+    constexpr int A = chunks_ahead<TYPE, WIDE, R>();
     if constexpr (TypeInfo<TYPE>::block > 1) {
         constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes, per_block = QK / kChunk;
         if (ln.L % per_block == 0 && n % QK == 0) {
@@ -122,19 +138,21 @@ __device__ inline void lane_chunks(const uint8_t* row, int64_t n, const Lanes& l
             const int j0 = (ln.lane % per_block) * kChunk;
             const int64_t blocks = n / QK, step = ln.L / per_block;
             for (int64_t b0 = ln.lane / per_block; b0 < blocks; b0 += A * step) {
-                RawChunk<TYPE, WIDE> raw[A];
+                RawChunk<TYPE, WIDE> raw[A][R];
 #pragma unroll
                 for (int u = 0; u < A; ++u) {
                     const int64_t b = b0 + u * step < blocks ? b0 + u * step : blocks - 1;
-                    fetch_chunk<TYPE, WIDE>(row + b * NB, j0, grid, raw[u]);
+#pragma unroll
+                    for (int r = 0; r < R; ++r) fetch_chunk<TYPE, WIDE>(rows[r] + b * NB, j0, grid, raw[u][r]);
                 }
 #pragma unroll
                 for (int u = 0; u < A; ++u) {
                     const bool live = b0 + u * step < blocks;
                     const int64_t b = live ? b0 + u * step : blocks - 1;
-                    float w[kChunk];
-                    const float d = decode_raw<TYPE, WIDE>(raw[u], j0, w);
-                    chunk_products<NC>(w, d, b * QK + j0, kChunk, live, x, nc, x4, acc);
+                    float w[R][kChunk], d[R];
+#pragma unroll
+                    for (int r = 0; r < R; ++r) d[r] = decode_raw<TYPE, WIDE>(raw[u][r], j0, w[r]);
+                    chunk_products<NC, R>(w, d, b * QK + j0, kChunk, live, x, nc, x4, acc);
                 }
             }
             return;
@@ -143,11 +161,12 @@ __device__ inline void lane_chunks(const uint8_t* row, int64_t n, const Lanes& l
     // Float rows (and quant rows of a part block): chunk k of the row, the last one possibly short.
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     for (int64_t k0 = ln.lane; k0 < chunks; k0 += A * ln.L) {
-        float w[A][kChunk], d[A];
+        float w[A][R][kChunk], d[A][R];
 #pragma unroll
         for (int u = 0; u < A; ++u) {
             const int64_t k = k0 + u * ln.L < chunks ? k0 + u * ln.L : chunks - 1;
-            d[u] = load_chunk_wide<TYPE>(row, k, n, grid, w[u], WIDE);
+#pragma unroll
+            for (int r = 0; r < R; ++r) d[u][r] = load_chunk_wide<TYPE>(rows[r], k, n, grid, w[u][r], WIDE);
         }
 #pragma unroll
         for (int u = 0; u < A; ++u) {
@@ -155,42 +174,43 @@ __device__ inline void lane_chunks(const uint8_t* row, int64_t n, const Lanes& l
             const int64_t e = (live ? k0 + u * ln.L : chunks - 1) * kChunk;
             // Quant rows are whole blocks, so only float rows have a short last chunk.
             const int len = TypeInfo<TYPE>::block > 1 || n - e >= kChunk ? kChunk : (int)(n - e);
-            chunk_products<NC>(w[u], d[u], e, len, live, x, nc, x4, acc);
+            chunk_products<NC, R>(w[u], d[u], e, len, live, x, nc, x4, acc);
         }
     }
 }
 
-// acc[c] (per lane) += the lane's share of row . x[c] for c < nc (row == nullptr: a group
-// past the matrix, nothing to add). wide: the row allows load_chunk_wide's loads; x4: every
-// x[c] is 16-byte aligned.
-template <int NC, uint32_t TYPE>
-__device__ inline void group_dot(const uint8_t* row, int64_t n, const Lanes& ln, bool wide, const float* const* x,
-                                 int nc, bool x4, const uint64_t* grid, float* acc) {
-    if (!row) return;
+// acc[r * NC + c] (per lane) += the lane's share of rows[r] . x[c] for c < nc. Every row
+// pointer must be a row of the matrix (callers repeat the last row for rows past it and drop
+// their results). wide: the rows allow load_chunk_wide's loads; x4: every x[c] is 16-byte
+// aligned.
+template <int NC, int R, uint32_t TYPE>
+__device__ inline void group_dot(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
+                                 const float* const* x, int nc, bool x4, const uint64_t* grid, float* acc) {
     if constexpr (wide_alignment<TYPE>() != 0) {
         if (wide) {
-            lane_chunks<NC, TYPE, true>(row, n, ln, x, nc, x4, grid, acc);
+            lane_chunks<NC, R, TYPE, true>(rows, n, ln, x, nc, x4, grid, acc);
             return;
         }
     }
-    lane_chunks<NC, TYPE, false>(row, n, ln, x, nc, x4, grid, acc);
+    lane_chunks<NC, R, TYPE, false>(rows, n, ln, x, nc, x4, grid, acc);
 }
 
-// The groups' partial sums added in a fixed tree: on return out[c] holds row . x[c] in
-// lane 0 of each group. `part` is shared memory of NC * kDotBlock floats. Every thread calls it.
-template <int NC>
+// The groups' partial sums added in a fixed tree: on return out[c] holds sum c (for a group
+// of R rows and NC columns, NS = R * NC sums) in lane 0 of each group. `part` is shared
+// memory of NS * kDotBlock floats. Every thread calls it.
+template <int NS>
 __device__ inline void group_reduce(const float* acc, const Lanes& ln, float* part, float* out) {
     const int t = ln.group * ln.L + ln.lane;
-    for (int c = 0; c < NC; ++c) part[c * kDotBlock + t] = acc[c];
+    for (int c = 0; c < NS; ++c) part[c * kDotBlock + t] = acc[c];
     ds4_sync_block();
     for (int s = ln.L / 2; s > 0; s >>= 1) {
         if (ln.lane < s) {
-            for (int c = 0; c < NC; ++c) part[c * kDotBlock + t] += part[c * kDotBlock + t + s];
+            for (int c = 0; c < NS; ++c) part[c * kDotBlock + t] += part[c * kDotBlock + t + s];
         }
         ds4_sync_block();
     }
     if (ln.lane == 0) {
-        for (int c = 0; c < NC; ++c) out[c] = part[c * kDotBlock + t];
+        for (int c = 0; c < NS; ++c) out[c] = part[c * kDotBlock + t];
     }
     ds4_sync_block();
 }

@@ -1,6 +1,6 @@
 // Matmul (GEMV-style) kernels for every weight type the engine computes with, one source
-// for CUDA and HIP. A block of kDotBlock threads computes kDotBlock / L rows (one per group
-// of L lanes, gpu_dot.h) for a batch of up to NC columns; the reduction is gpu_dot.h's
+// for CUDA and HIP. A block of kDotBlock threads computes kDotBlock / L groups of R rows
+// (groups of L lanes, gpu_dot.h) for a batch of up to NC columns; the reduction is gpu_dot.h's
 // group_dot, so every column is bitwise what ncols = 1 gives (backend_compare checks it on
 // every run), and L comes from the tensor's shape, not the call's.
 // Accumulation is float (the CPU backend accumulates in double): the normalised error
@@ -15,26 +15,31 @@ namespace {
 constexpr int kCols = 8;  // the widest column batch (a verify of width 8 is one launch)
 }  // namespace
 
-// Block (b, g): rows b * (kDotBlock / L) + group for columns c0 + g * NC .. + nc.
+// Block (b, g): R = group_rows<NC>() consecutive rows per group of L lanes, kDotBlock / L
+// groups, for columns c0 + g * NC .. + nc.
 template <int NC, uint32_t TYPE>
 __global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X,
                                   int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int L, int wide,
                                   int x4) {
-    __shared__ float part[NC * ds4::gpu::kDotBlock];
+    constexpr int R = ds4::gpu::group_rows<NC>();
+    __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r = ds4::gpu::group_row(ln);
+    const int64_t r0 = ds4::gpu::group_row(ln, R);
     const int c_first = (int)ds4_block_y() * NC;
     const int nc = ncols - c_first < NC ? ncols - c_first : NC;
     const float* x[NC];
     for (int c = 0; c < NC; ++c) x[c] = X + (int64_t)(c_first + (c < nc ? c : 0)) * ldx;
-    float acc[NC], out[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
-    const uint8_t* row = r < n_rows ? W + (uint64_t)r * row_bytes : nullptr;
-    ds4::gpu::group_dot<NC, TYPE>(row, n, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-    ds4::gpu::group_reduce<NC>(acc, ln, part, out);
-    if (row && ln.lane == 0) {
-        for (int c = 0; c < NC; ++c) {  // constant bounds: out stays in registers
-            if (c < nc) Y[(int64_t)(c_first + c) * ldy + r] = out[c];
+    const uint8_t* rows[R];  // rows past the matrix repeat its last row; their sums are dropped
+    for (int r = 0; r < R; ++r) rows[r] = W + (uint64_t)(r0 + r < n_rows ? r0 + r : n_rows - 1) * row_bytes;
+    float acc[R * NC], out[R * NC];
+    for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
+    if (r0 < n_rows) ds4::gpu::group_dot<NC, R, TYPE>(rows, n, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+    ds4::gpu::group_reduce<R * NC>(acc, ln, part, out);
+    if (ln.lane == 0) {
+        for (int r = 0; r < R; ++r) {  // constant bounds: out stays in registers
+            for (int c = 0; c < NC; ++c) {
+                if (r0 + r < n_rows && c < nc) Y[(int64_t)(c_first + c) * ldy + r0 + r] = out[r * NC + c];
+            }
         }
     }
 }
@@ -69,7 +74,8 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
     void (*k)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t, const uint64_t*,
               int, int, int) = NC == 1 ? ds4_matmul_kernel<1, T> : NC == 2 ? ds4_matmul_kernel<2, T>
                                : NC == 4 ? ds4_matmul_kernel<4, T> : ds4_matmul_kernel<8, T>;
-    const dim3 g(dot_row_blocks(n_rows, L), (unsigned)((ncols + NC - 1) / NC));
+    const int R = NC == 1 ? group_rows<1>() : NC == 2 ? group_rows<2>() : NC == 4 ? group_rows<4>() : group_rows<8>();
+    const dim3 g(dot_row_blocks(n_rows, L, R), (unsigned)((ncols + NC - 1) / NC));
     ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
 }

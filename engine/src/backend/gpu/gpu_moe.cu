@@ -113,21 +113,27 @@ extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n
 }
 
 // Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)),
-// NC columns per pass (1 when every expert has one column, as in decode: fewer registers).
+// R = group_rows<NC>() rows per group of lanes, NC columns per pass (1 when every expert has
+// one column, as in decode: fewer registers).
 template <int NC, uint32_t TYPE>
 __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes,
                                        uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* active,
                                        const int32_t* n_active, const int32_t* count, const int32_t* start,
                                        const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act,
                                        const uint64_t* grid, int L, int wide, int x4) {
-    __shared__ float part[NC * ds4::gpu::kDotBlock];
+    constexpr int R = ds4::gpu::group_rows<NC>();
+    __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r = ds4::gpu::group_row(ln);
-    const bool live = r < F;
-    const uint8_t* grow = live ? gate + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
-    const uint8_t* urow = live ? up + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
+    const int64_t r0 = ds4::gpu::group_row(ln, R);
+    const bool live = r0 < F;
+    const uint8_t *grows[R], *urows[R];  // rows past the expert repeat its last row; dropped
+    for (int r = 0; r < R; ++r) {
+        const uint64_t off = grp.e * expert_bytes + (uint64_t)(r0 + r < F ? r0 + r : F - 1) * row_bytes;
+        grows[r] = gate + off;
+        urows[r] = up + off;
+    }
     for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
         const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
         const float* x[NC];
@@ -135,44 +141,54 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
             const int64_t col = grp.first + c0 + (c < nc ? c : 0);
             x[c] = h + (int64_t)(tok_of ? tok_of[col] : col) * n_in;
         }
-        float acc[NC], g[NC], u[NC];
-        for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<NC, TYPE>(grow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<NC>(acc, ln, part, g);
-        for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<NC, TYPE>(urow, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<NC>(acc, ln, part, u);
+        float acc[R * NC], g[R * NC], u[R * NC];
+        for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
+        if (live) ds4::gpu::group_dot<NC, R, TYPE>(grows, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<R * NC>(acc, ln, part, g);
+        for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
+        if (live) ds4::gpu::group_dot<NC, R, TYPE>(urows, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<R * NC>(acc, ln, part, u);
         if (live && ln.lane == 0) {
-            for (int c = 0; c < NC; ++c) {  // constant bounds: g and u stay in registers
-                if (c < nc) act[(grp.first + c0 + c) * F + r] = clamped_swiglu(g[c], u[c], clamp);
+            for (int r = 0; r < R; ++r) {  // constant bounds: g and u stay in registers
+                for (int c = 0; c < NC; ++c) {
+                    if (r0 + r < F && c < nc) {
+                        act[(grp.first + c0 + c) * F + r0 + r] = clamped_swiglu(g[r * NC + c], u[r * NC + c], clamp);
+                    }
+                }
             }
         }
     }
 }
 
-// Block (b, s): out[c * E + r] = down_e.row(r) . act[c].
+// Block (b, s): out[c * E + r] = down_e.row(r) . act[c], R rows per group as gate_up.
 template <int NC, uint32_t TYPE>
 __global__ void ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, uint64_t row_bytes, int64_t F,
                                     const float* act, const int32_t* active, const int32_t* n_active,
                                     const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
                                     const uint64_t* grid, int L, int wide, int x4) {
-    __shared__ float part[NC * ds4::gpu::kDotBlock];
+    constexpr int R = ds4::gpu::group_rows<NC>();
+    __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r = ds4::gpu::group_row(ln);
-    const uint8_t* row = r < E ? down + grp.e * expert_bytes + (uint64_t)r * row_bytes : nullptr;
+    const int64_t r0 = ds4::gpu::group_row(ln, R);
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) {
+        rows[r] = down + grp.e * expert_bytes + (uint64_t)(r0 + r < E ? r0 + r : E - 1) * row_bytes;
+    }
     for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
         const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
         const float* x[NC];
         for (int c = 0; c < NC; ++c) x[c] = act + (grp.first + c0 + (c < nc ? c : 0)) * F;
-        float acc[NC], y[NC];
-        for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
-        ds4::gpu::group_dot<NC, TYPE>(row, F, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<NC>(acc, ln, part, y);
-        if (row && ln.lane == 0) {
-            for (int c = 0; c < NC; ++c) {
-                if (c < nc) out[(grp.first + c0 + c) * E + r] = y[c];
+        float acc[R * NC], y[R * NC];
+        for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
+        if (r0 < E) ds4::gpu::group_dot<NC, R, TYPE>(rows, F, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<R * NC>(acc, ln, part, y);
+        if (ln.lane == 0) {
+            for (int r = 0; r < R; ++r) {
+                for (int c = 0; c < NC; ++c) {
+                    if (r0 + r < E && c < nc) out[(grp.first + c0 + c) * E + r0 + r] = y[r * NC + c];
+                }
             }
         }
     }
@@ -244,7 +260,10 @@ ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_
     }
 }
 
-dim3 grid_of(const ExpertMatrix& m, int64_t slots) { return dim3(dot_row_blocks(m.rows, m.L), (unsigned)slots); }
+// The launch of a kernel instantiated for NC columns (its group_rows<NC>() rows per group).
+dim3 grid_of(const ExpertMatrix& m, int64_t slots, bool one) {
+    return dim3(dot_row_blocks(m.rows, m.L, one ? group_rows<1>() : group_rows<kMoeCols>()), (unsigned)slots);
+}
 
 void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate, const uint8_t* up, const float* h,
              const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,
@@ -254,7 +273,7 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
     switch (m.type) {
 #define DS4_CASE(T)                                                                                                 \
     case T:                                                                                                         \
-        ds4_launch(one ? ds4_moe_gate_up_kernel<1, T> : ds4_moe_gate_up_kernel<kMoeCols, T>, grid_of(m, slots),    \
+        ds4_launch(one ? ds4_moe_gate_up_kernel<1, T> : ds4_moe_gate_up_kernel<kMoeCols, T>, grid_of(m, slots, one), \
                    dim3(kDotBlock), s, gate, up, m.expert_bytes,                                                    \
                    m.row_bytes, m.n_in, h, active, n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, \
                    m.L, m.wide, x4);                                                                                 \
@@ -274,7 +293,7 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
     switch (m.type) {
 #define DS4_CASE(T)                                                                                                  \
     case T:                                                                                                          \
-        ds4_launch(one ? ds4_moe_down_kernel<1, T> : ds4_moe_down_kernel<kMoeCols, T>, grid_of(m, slots),           \
+        ds4_launch(one ? ds4_moe_down_kernel<1, T> : ds4_moe_down_kernel<kMoeCols, T>, grid_of(m, slots, one),      \
                    dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes,                                               \
                    m.n_in, act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);         \
         break;

@@ -156,8 +156,9 @@ extern "C" __global__ void ds4_route_kernel(const float* logits, const int32_t* 
         ds4_sync_block();
         for (int64_t e = t; e < NX; e += T) {
             const double ve = v[e];
-            int64_t rank = 0;
-            for (int64_t o = 0; o < NX && rank < K; ++o) rank += (v[o] > ve || (v[o] == ve && o < e)) ? 1 : 0;
+            int rank = 0;  // a count without an early exit: the shared-memory loads overlap
+#pragma unroll 8
+            for (int o = 0; o < (int)NX; ++o) rank += (v[o] > ve || (v[o] == ve && o < e)) ? 1 : 0;
             if (rank < K) ex[rank] = (int32_t)e;
         }
         ds4_sync_block();  // ex[] written by other threads of the block
