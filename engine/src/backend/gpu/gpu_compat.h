@@ -81,6 +81,19 @@ __device__ inline float ds4_fmaf(float a, float b, float c) { return __fmaf_rn(a
 __device__ inline float ds4_fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 #endif
 
+// Register cap for the matrix kernels (blocks of gpu_dot.h kDotBlock = 256 threads): two
+// resident blocks per NVIDIA multiprocessor (ptxas gave the decode experts 137 registers,
+// one block: two warps per scheduler could not hide the fma chains). HIP's second argument
+// means something else; there only the size, as the attribute hip's __launch_bounds__(256)
+// becomes (the device-only check compiles without hip headers).
+#if defined(__CUDACC__) && !defined(__clang__)
+#define DS4_DOT_BOUNDS __launch_bounds__(256, 2)
+#elif defined(__HIP_CPU_RT__)
+#define DS4_DOT_BOUNDS
+#else
+#define DS4_DOT_BOUNDS __attribute__((amdgpu_flat_work_group_size(1, 256)))
+#endif
+
 // True in the host pass of a .cu file that has the runtime: launchers and the backend class.
 #if DS4_GPU_HAVE_RUNTIME && !defined(__HIP_DEVICE_COMPILE__) && !defined(__CUDA_ARCH__)
 #define DS4_GPU_HOST_CODE 1

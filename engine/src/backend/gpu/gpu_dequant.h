@@ -56,6 +56,17 @@ __device__ inline float s8_to_f32(uint32_t byte) {
     return ds4::num::f32_of(0x4B000000u | ((byte & 0xFFu) ^ 0x80u)) - 8388736.0f;  // 2^23 + 128
 }
 
+// Exact (float)(byte j of m) - offset (j a constant; offset 0, or 128 for an int8 stored
+// + 128): on NVIDIA one byte permute builds the float 2^23 + byte, and one subtraction ends it.
+__device__ inline float magic_byte_to_f32(uint32_t m, int j, float offset = 0.0f) {
+#if defined(__CUDA_ARCH__) && !defined(__clang__)
+    const uint32_t bits = __byte_perm(m, 0x4B000000u, 0x7540u + (uint32_t)j);  // bytes: m_j, 0, 0, 0x4B
+#else
+    const uint32_t bits = 0x4B000000u | ((m >> (8 * j)) & 0xFFu);
+#endif
+    return ds4::num::f32_of(bits) - (8388608.0f + offset);
+}
+
 // MXFP4's shared exponent as 2^(x-127) / 2 (its code values are doubled E2M1).
 __device__ inline float e8m0_half(uint8_t x) {
     return ds4::num::f32_of(x < 2 ? (0x00200000u << x) : ((uint32_t)(x - 1) << 23));
@@ -218,18 +229,19 @@ template <uint32_t TYPE, bool WIDE>
 __device__ inline float decode_raw(const RawChunk<TYPE, WIDE>& r, int j0, float* w) {
     if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 8) {
         for (int j = 0; j < 4; ++j) {
-            w[2 * j] = s8_to_f32(r.q[j]);
-            w[2 * j + 1] = s8_to_f32(r.q[j] >> 8);
+            const uint32_t t = r.q[j] ^ 0x8080u;  // int8 + 128, two codes at once
+            w[2 * j] = magic_byte_to_f32(t, 0, 128.0f);
+            w[2 * j + 1] = magic_byte_to_f32(t, 1, 128.0f);
         }
         return f16_bits_to_f32((uint16_t)r.d);
     } else if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 10) {
         const float d = f16_bits_to_f32((uint16_t)(r.dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(r.dd >> 16));
         const float dl = d * u_to_f32(r.sc & 0xFu), ml = dmin * u_to_f32(r.sc >> 4);
         const int shift = 2 * ((j0 % 128) / 32);  // the chunk's codes are bits shift, shift + 1 of each byte
-        const uint32_t q0 = r.q0 >> shift, q1 = r.q1 >> shift;
+        const uint32_t q0 = (r.q0 >> shift) & 0x03030303u, q1 = (r.q1 >> shift) & 0x03030303u;  // 4 codes each
         for (int j = 0; j < 4; ++j) {
-            w[j] = ds4_fmaf(dl, u_to_f32((q0 >> (8 * j)) & 3u), -ml);
-            w[4 + j] = ds4_fmaf(dl, u_to_f32((q1 >> (8 * j)) & 3u), -ml);
+            w[j] = ds4_fmaf(dl, magic_byte_to_f32(q0, j), -ml);
+            w[4 + j] = ds4_fmaf(dl, magic_byte_to_f32(q1, j), -ml);
         }
         return 1.0f;
     } else {

@@ -1,6 +1,6 @@
 // The one reduction every matrix-vector product of the GPU backend uses (matmul, the
 // experts of moe): a block of kDotBlock threads splits into groups of L lanes (L = 32, 64,
-// 128 or 256), and each group computes R = group_rows<NC>() consecutive weight rows against
+// 128 or 256), and each group computes R (1, 2 or 4) consecutive weight rows against
 // up to NC columns (the columns' values loaded once for the R rows).
 //
 // Memory: each lane loads its chunks straight from global memory, with word or 16-byte loads
@@ -27,6 +27,7 @@ namespace ds4 {
 namespace gpu {
 
 constexpr int kDotBlock = 256;  // threads of a matrix-kernel block (a multiple of 32 and 64)
+static_assert(kDotBlock == 256, "gpu_compat.h DS4_DOT_BOUNDS is written for blocks of 256");
 
 struct alignas(16) Float4 {
     float a, b, c, d;
@@ -49,13 +50,17 @@ inline int dot_wide(const void* base, uint64_t stride) {
     return a != 0 && ((uint64_t)(uintptr_t)base % a == 0) && stride % a == 0 ? 1 : 0;
 }
 
-// Rows a group computes side by side for NC columns: each lane's column values are loaded
-// once for all of them (x had been loaded again for every row: the L1 traffic, not the
-// weights' bytes, bounded decode). Every row keeps its own one-row arithmetic.
+// Rows a group computes side by side: R > 1 loads each lane's column values once for R rows
+// (x had been loaded again for every row: the L1 traffic, not the weights' bytes, bounded
+// decode). Only a matrix with rows enough to fill the GPU with R-row groups gains (a 24-row
+// one would run on 6 blocks), so the launchers take max_group_rows<NC>() where
+// dot_many_rows(rows of the tensor, times the experts a token uses) and 1 elsewhere. Every
+// row keeps its own one-row arithmetic, so R changes no bit.
 template <int NC>
-__host__ __device__ constexpr int group_rows() {
+__host__ __device__ constexpr int max_group_rows() {
     return NC == 1 ? 4 : 2;
 }
+inline bool dot_many_rows(int64_t rows) { return rows >= 8192; }
 
 // Host side too: 1 if columns at x + c * ld allow load_x8's 16-byte loads; the blocks that
 // hold `rows` rows at kDotBlock / L groups of R rows a block.

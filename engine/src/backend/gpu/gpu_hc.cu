@@ -15,19 +15,18 @@ constexpr int64_t kSlice = 256;                 // elements of E a block collaps
 constexpr int kMaxHc = 16;
 constexpr int kMaxSplit = 2 * kMaxHc + kMaxHc * kMaxHc;
 
-// One Sinkhorn half-step by the whole block: every row (rows) or column of the n x n matrix M
-// divided by (its sum + eps), the sum in index order from 0 as cpu_hc.cpp's row_norm/col_norm.
-// Every value is read before any is written (tmp, then a barrier).
-__device__ void normalise_lines(double* M, double* tmp, int64_t n, double hc_eps, bool rows) {
+// One Sinkhorn half-step by the whole block: dst = src with every row (rows) or column of the
+// n x n matrix divided by (its sum + eps), the sum in index order from 0 as cpu_hc.cpp's
+// row_norm/col_norm; then a barrier. The caller alternates two buffers, so each half-step
+// has one barrier (a copy back had cost a second).
+__device__ void normalise_lines(const double* src, double* dst, int64_t n, double hc_eps, bool rows) {
     const int64_t t0 = ds4_thread_x(), T = ds4_block_dim_x(), nn = n * n;
     for (int64_t k = t0; k < nn; k += T) {
         const int64_t first = rows ? (k / n) * n : k % n, step = rows ? 1 : n;
         double sum = 0.0;
-        for (int64_t j = 0; j < n; ++j) sum += M[first + j * step];
-        tmp[k] = M[k] / (sum + hc_eps);
+        for (int64_t j = 0; j < n; ++j) sum += src[first + j * step];
+        dst[k] = src[k] / (sum + hc_eps);
     }
-    ds4_sync_block();
-    for (int64_t k = t0; k < nn; k += T) M[k] = tmp[k];
     ds4_sync_block();
 }
 
@@ -63,9 +62,20 @@ __device__ void hc_split_from_mix(const float* m, int64_t n, const float* scale,
         M[k] = tmp[k] / sum + hc_eps;
     }
     ds4_sync_block();
+    double *cur = M, *next = tmp;
     for (int64_t it = 0; it < (iters > 1 ? iters : 1); ++it) {
-        if (it > 0) normalise_lines(M, tmp, n, hc_eps, true);  // rounds after the first: rows, then columns
-        normalise_lines(M, tmp, n, hc_eps, false);
+        if (it > 0) {  // rounds after the first: rows, then columns
+            normalise_lines(cur, next, n, hc_eps, true);
+            double* const done = next;
+            next = cur, cur = done;
+        }
+        normalise_lines(cur, next, n, hc_eps, false);
+        double* const done = next;
+        next = cur, cur = done;
+    }
+    if (cur != M) {
+        for (int64_t k = t0; k < nn; k += T) M[k] = cur[k];
+        ds4_sync_block();
     }
 }
 

@@ -15,13 +15,12 @@ namespace {
 constexpr int kCols = 8;  // the widest column batch (a verify of width 8 is one launch)
 }  // namespace
 
-// Block (b, g): R = group_rows<NC>() consecutive rows per group of L lanes, kDotBlock / L
-// groups, for columns c0 + g * NC .. + nc.
-template <int NC, uint32_t TYPE>
-__global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X,
+// Block (b, g): R consecutive rows per group of L lanes, kDotBlock / L groups, for columns
+// c0 + g * NC .. + nc.
+template <int NC, int R, uint32_t TYPE>
+__global__ void DS4_DOT_BOUNDS ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X,
                                   int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int L, int wide,
                                   int x4) {
-    constexpr int R = ds4::gpu::group_rows<NC>();
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, R);
@@ -46,10 +45,12 @@ __global__ void ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t 
 
 // Every instantiation the launcher uses, spelled out so a device-only compile (which never
 // sees the host launcher) still emits each kernel.
-#define DS4_MATMUL_SIG(NC, T)                                                                                         \
-    template __global__ void ds4_matmul_kernel<NC, T>(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, \
-                                                      int, float*, int64_t, const uint64_t*, int, int, int);
-#define DS4_MATMUL_INSTANCES(T) DS4_MATMUL_SIG(1, T) DS4_MATMUL_SIG(2, T) DS4_MATMUL_SIG(4, T) DS4_MATMUL_SIG(8, T)
+#define DS4_MATMUL_SIG(NC, R, T)                                                                                   \
+    template __global__ void ds4_matmul_kernel<NC, R, T>(const uint8_t*, uint64_t, int64_t, int64_t, const float*,    \
+                                                         int64_t, int, float*, int64_t, const uint64_t*, int, int, int);
+#define DS4_MATMUL_NC(NC, T) DS4_MATMUL_SIG(NC, 1, T) DS4_MATMUL_SIG(NC, max_group_rows<NC>(), T)
+#define DS4_MATMUL_INSTANCES(T) DS4_MATMUL_NC(1, T) DS4_MATMUL_NC(2, T) DS4_MATMUL_NC(4, T) DS4_MATMUL_NC(8, T)
+using ds4::gpu::max_group_rows;
 DS4_GPU_FOR_EACH_TYPE(DS4_MATMUL_INSTANCES)
 static_assert(kCols == 8, "DS4_MATMUL_INSTANCES lists NC = 1, 2, 4, kCols");
 
@@ -64,6 +65,16 @@ namespace gpu {
 
 namespace {
 
+using MatmulKernel = void (*)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
+                             const uint64_t*, int, int, int);
+
+// The kernel for NC columns with R = 1 or max_group_rows<NC>() rows per group.
+template <int NC, uint32_t T>
+MatmulKernel kernel_for(bool many, int* R) {
+    *R = many ? max_group_rows<NC>() : 1;
+    return many ? ds4_matmul_kernel<NC, max_group_rows<NC>(), T> : ds4_matmul_kernel<NC, 1, T>;
+}
+
 template <uint32_t T>
 void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, int64_t tensor_rows, const float* X,
                  int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, void* s) {
@@ -71,10 +82,10 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
     const int wide = dot_wide<T>(W, row_bytes);
     const int x4 = dot_x_aligned(X, ldx);
     const int NC = ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols;  // 1, 2, 4 or 8: the narrowest that holds ncols
-    void (*k)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t, const uint64_t*,
-              int, int, int) = NC == 1 ? ds4_matmul_kernel<1, T> : NC == 2 ? ds4_matmul_kernel<2, T>
-                               : NC == 4 ? ds4_matmul_kernel<4, T> : ds4_matmul_kernel<8, T>;
-    const int R = NC == 1 ? group_rows<1>() : NC == 2 ? group_rows<2>() : NC == 4 ? group_rows<4>() : group_rows<8>();
+    const bool many = dot_many_rows(tensor_rows);
+    int R = 1;
+    const MatmulKernel k = NC == 1 ? kernel_for<1, T>(many, &R) : NC == 2 ? kernel_for<2, T>(many, &R)
+                         : NC == 4 ? kernel_for<4, T>(many, &R) : kernel_for<8, T>(many, &R);
     const dim3 g(dot_row_blocks(n_rows, L, R), (unsigned)((ncols + NC - 1) / NC));
     ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");

@@ -113,15 +113,14 @@ extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n
 }
 
 // Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)),
-// R = group_rows<NC>() rows per group of lanes, NC columns per pass (1 when every expert has
-// one column, as in decode: fewer registers).
-template <int NC, uint32_t TYPE>
-__global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes,
+// R rows per group of lanes, NC columns per pass (1 when every expert has one column, as in
+// decode: fewer registers).
+template <int NC, int R, uint32_t TYPE>
+__global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes,
                                        uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* active,
                                        const int32_t* n_active, const int32_t* count, const int32_t* start,
                                        const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act,
                                        const uint64_t* grid, int L, int wide, int x4) {
-    constexpr int R = ds4::gpu::group_rows<NC>();
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
@@ -161,12 +160,11 @@ __global__ void ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, u
 }
 
 // Block (b, s): out[c * E + r] = down_e.row(r) . act[c], R rows per group as gate_up.
-template <int NC, uint32_t TYPE>
-__global__ void ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, uint64_t row_bytes, int64_t F,
+template <int NC, int R, uint32_t TYPE>
+__global__ void DS4_DOT_BOUNDS ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, uint64_t row_bytes, int64_t F,
                                     const float* act, const int32_t* active, const int32_t* n_active,
                                     const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
                                     const uint64_t* grid, int L, int wide, int x4) {
-    constexpr int R = ds4::gpu::group_rows<NC>();
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;
@@ -194,15 +192,17 @@ __global__ void ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, 
     }
 }
 
-#define DS4_MOE_SIG(NC, T)                                                                                          \
-    template __global__ void ds4_moe_gate_up_kernel<NC, T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, \
-                                                           const float*, const int32_t*, const int32_t*, const int32_t*, \
-                                                           const int32_t*, const int32_t*, int64_t, int64_t, double,    \
-                                                           float*, const uint64_t*, int, int, int);                     \
-    template __global__ void ds4_moe_down_kernel<NC, T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*,       \
-                                                        const int32_t*, const int32_t*, const int32_t*, const int32_t*,  \
-                                                        int64_t, int64_t, float*, const uint64_t*, int, int, int);
-#define DS4_MOE_INSTANCES(T) DS4_MOE_SIG(1, T) DS4_MOE_SIG(kMoeCols, T)
+#define DS4_MOE_SIG(NC, R, T)                                                                                        \
+    template __global__ void ds4_moe_gate_up_kernel<NC, R, T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t,       \
+                                                              int64_t, const float*, const int32_t*, const int32_t*,    \
+                                                              const int32_t*, const int32_t*, const int32_t*, int64_t,  \
+                                                              int64_t, double, float*, const uint64_t*, int, int, int); \
+    template __global__ void ds4_moe_down_kernel<NC, R, T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*,    \
+                                                           const int32_t*, const int32_t*, const int32_t*,               \
+                                                           const int32_t*, int64_t, int64_t, float*, const uint64_t*,    \
+                                                           int, int, int);
+#define DS4_MOE_NC(NC, T) DS4_MOE_SIG(NC, 1, T) DS4_MOE_SIG(NC, ds4::gpu::max_group_rows<NC>(), T)
+#define DS4_MOE_INSTANCES(T) DS4_MOE_NC(1, T) DS4_MOE_NC(kMoeCols, T)
 DS4_GPU_FOR_EACH_TYPE(DS4_MOE_INSTANCES)
 
 // One thread per (token, element): y = sum_k w_k out[col(i, k)] + shared, in double.
@@ -239,6 +239,7 @@ struct ExpertMatrix {
     int64_t rows, n_in;
     uint64_t row_bytes, expert_bytes;
     int L, wide;
+    bool many;  // dot_many_rows: groups of max_group_rows<NC>() rows
 };
 
 template <uint32_t T>
@@ -246,7 +247,8 @@ ExpertMatrix shape_of(int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_b
                       const void* base) {
     // Lanes from the experts' shape and how many a token uses, never from the call's tokens.
     const int L = dot_lanes(rows * n_used, n_in);
-    return ExpertMatrix{T, rows, n_in, row_bytes, expert_bytes, L, dot_wide<T>(base, row_bytes | expert_bytes)};
+    return ExpertMatrix{T,  rows, n_in, row_bytes, expert_bytes, L, dot_wide<T>(base, row_bytes | expert_bytes),
+                        dot_many_rows(rows * n_used)};
 }
 
 ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_bytes,
@@ -260,9 +262,31 @@ ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_
     }
 }
 
-// The launch of a kernel instantiated for NC columns (its group_rows<NC>() rows per group).
+// Rows per group of the kernel for one (decode) or kMoeCols columns.
+int rows_of(const ExpertMatrix& m, bool one) {
+    return !m.many ? 1 : one ? max_group_rows<1>() : max_group_rows<kMoeCols>();
+}
 dim3 grid_of(const ExpertMatrix& m, int64_t slots, bool one) {
-    return dim3(dot_row_blocks(m.rows, m.L, one ? group_rows<1>() : group_rows<kMoeCols>()), (unsigned)slots);
+    return dim3(dot_row_blocks(m.rows, m.L, rows_of(m, one)), (unsigned)slots);
+}
+
+using GateUpKernel = void (*)(const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, const float*,
+                              const int32_t*, const int32_t*, const int32_t*, const int32_t*, const int32_t*, int64_t,
+                              int64_t, double, float*, const uint64_t*, int, int, int);
+using DownKernel = void (*)(const uint8_t*, uint64_t, uint64_t, int64_t, const float*, const int32_t*, const int32_t*,
+                            const int32_t*, const int32_t*, int64_t, int64_t, float*, const uint64_t*, int, int, int);
+
+template <uint32_t T>
+GateUpKernel gate_up_kernel(const ExpertMatrix& m, bool one) {
+    constexpr int R1 = max_group_rows<1>(), RC = max_group_rows<kMoeCols>();
+    if (one) return m.many ? ds4_moe_gate_up_kernel<1, R1, T> : ds4_moe_gate_up_kernel<1, 1, T>;
+    return m.many ? ds4_moe_gate_up_kernel<kMoeCols, RC, T> : ds4_moe_gate_up_kernel<kMoeCols, 1, T>;
+}
+template <uint32_t T>
+DownKernel down_kernel(const ExpertMatrix& m, bool one) {
+    constexpr int R1 = max_group_rows<1>(), RC = max_group_rows<kMoeCols>();
+    if (one) return m.many ? ds4_moe_down_kernel<1, R1, T> : ds4_moe_down_kernel<1, 1, T>;
+    return m.many ? ds4_moe_down_kernel<kMoeCols, RC, T> : ds4_moe_down_kernel<kMoeCols, 1, T>;
 }
 
 void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate, const uint8_t* up, const float* h,
@@ -270,18 +294,16 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
              const int32_t* tok_of, int64_t n_tokens, double clamp, float* act, const uint64_t* grid) {
     const int x4 = dot_x_aligned(h, m.n_in);
     const bool one = n_tokens == 1;  // every expert has at most one column
+    GateUpKernel k = nullptr;
     switch (m.type) {
-#define DS4_CASE(T)                                                                                                 \
-    case T:                                                                                                         \
-        ds4_launch(one ? ds4_moe_gate_up_kernel<1, T> : ds4_moe_gate_up_kernel<kMoeCols, T>, grid_of(m, slots, one), \
-                   dim3(kDotBlock), s, gate, up, m.expert_bytes,                                                    \
-                   m.row_bytes, m.n_in, h, active, n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, \
-                   m.L, m.wide, x4);                                                                                 \
-        break;
+#define DS4_CASE(T) \
+    case T: k = gate_up_kernel<T>(m, one); break;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
+    ds4_launch(k, grid_of(m, slots, one), dim3(kDotBlock), s, gate, up, m.expert_bytes, m.row_bytes, m.n_in, h, active,
+               n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, m.L, m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_kernel");
 }
 
@@ -290,17 +312,16 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
           const uint64_t* grid) {
     const int x4 = dot_x_aligned(act, m.n_in);
     const bool one = n_tokens == 1;
+    DownKernel k = nullptr;
     switch (m.type) {
-#define DS4_CASE(T)                                                                                                  \
-    case T:                                                                                                          \
-        ds4_launch(one ? ds4_moe_down_kernel<1, T> : ds4_moe_down_kernel<kMoeCols, T>, grid_of(m, slots, one),      \
-                   dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes,                                               \
-                   m.n_in, act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);         \
-        break;
+#define DS4_CASE(T) \
+    case T: k = down_kernel<T>(m, one); break;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
+    ds4_launch(k, grid_of(m, slots, one), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes, m.n_in, act, active,
+               n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_kernel");
 }
 
