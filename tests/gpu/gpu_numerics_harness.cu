@@ -166,6 +166,30 @@ int main(int argc, char** argv) {
         std::printf("hadamard_n%lld cases=%zu mismatches=%lld\n", (long long)n, x.size(), (long long)bad);
         total_bad += bad;
     }
+    for (int64_t n : {32, 128, 512}) {  // by a block (gpu_math.h hadamard_block)
+        std::normal_distribution<double> nd;
+        std::vector<double> x((size_t)(500 * n));
+        for (double& v : x) v = nd(rng);
+        std::vector<double> host = x;
+        for (size_t r = 0; r < x.size() / (size_t)n; ++r) ds4::hadamard_inplace(host.data() + r * n, n);
+        const std::vector<double> dev = on_device_d(5, x, n, nullptr);
+        int64_t bad = 0;
+        for (size_t i = 0; i < x.size(); ++i) bad += bits(host[i]) != bits(dev[i]);
+        std::printf("hadamard_block_n%lld cases=%zu mismatches=%lld\n", (long long)n, x.size(), (long long)bad);
+        total_bad += bad;
+    }
+    {  // the dequantisers' integer-to-float conversions against C's, every byte
+        const std::vector<float> dev = on_device_f(6, std::vector<float>(4 * 256, 0.0f), 256);
+        int64_t bad = 0;
+        for (int r = 0; r < 4; ++r) {
+            for (int b = 0; b < 256; ++b) {
+                const float want = (r % 2 == 0) ? (float)b : (float)(int8_t)(uint8_t)b;
+                bad += bits(want) != bits(dev[(size_t)(r * 256 + b)]);
+            }
+        }
+        std::printf("int_to_float cases=1024 mismatches=%lld\n", (long long)bad);
+        total_bad += bad;
+    }
     {  // RoPE angles: pow/log come from each side's math library, so ulps, not bits
         ds4::RopeSpec specs[2];
         specs[0].n_rot = 64;

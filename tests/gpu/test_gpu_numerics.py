@@ -54,7 +54,8 @@ def _check(stdout: str):
         (Path(report) / "gpu-numerics.txt").write_text(stdout)
     lines = {m.group(1): m for m in re.finditer(r"^(\w+) cases=(\d+) mismatches=(\d+)(?: max_ulp=(\d+))?$",
                                                 stdout, re.M)}
-    assert {"f16", "fp8_n64", "fp8_n48", "fp4", "hadamard_n32", "hadamard_n128", "hadamard_n512", "rope"} <= set(lines)
+    assert {"f16", "fp8_n64", "fp8_n48", "fp4", "hadamard_n32", "hadamard_n128", "hadamard_n512", "hadamard_block_n32",
+            "hadamard_block_n128", "hadamard_block_n512", "int_to_float", "rope"} <= set(lines)
     for op, m in lines.items():
         assert int(m.group(2)) > 0, op
         if op == "rope":

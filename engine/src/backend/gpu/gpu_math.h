@@ -64,16 +64,12 @@ __device__ inline void rope_pair(float* row, int64_t row_len, int64_t n_rot, con
 
 // core/numerics.h hadamard_inplace by the whole block: each stage's butterflies are
 // independent, so threads take a share of them between barriers; the same additions and
-// the same final scaling give the serial code's bits. n not a power of two: thread 0 runs
-// the serial code. x is shared memory; begins and ends with a barrier.
+// the same final scaling give the serial code's bits. n is a power of two (the only rows
+// transformed are the indexer's, whose key length ds4_hparams checks). x is shared memory;
+// begins and ends with a barrier.
 __device__ inline void hadamard_block(double* x, int64_t n) {
     const int64_t t = ds4_thread_x(), T = ds4_block_dim_x();
     ds4_sync_block();
-    if (n & (n - 1)) {
-        if (t == 0) ds4::hadamard_inplace(x, n);
-        ds4_sync_block();
-        return;
-    }
     for (int64_t len = 1; len < n; len *= 2) {
         for (int64_t b = t; b < n / 2; b += T) {
             const int64_t j = (b / len) * 2 * len + b % len;
