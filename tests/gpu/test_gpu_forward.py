@@ -166,6 +166,35 @@ def test_gpu_verify_and_prefill_equal_gpu_decode(gpu, name):
     _write_report()
 
 
+@pytest.mark.parametrize("name", ["small-q2k", "small-iq2-q4k-mxfp4-bf16"])
+def test_gpu_row_groups_change_no_bit(gpu, name, monkeypatch):
+    """The matrix kernels' groups of R rows (gpu_dot.h) change no bit. The automatic rule gives
+    them only to matrices of 8192+ rows (the head and experts of the real widths, none of these
+    models'), so DS4KIT_GPU_ROW_GROUPS=always puts every matmul and expert through them: decode,
+    verify of width 5 and a batched prefill must equal =never's bit for bit. A bad value is an
+    error that names the variable (so the launchers do read it)."""
+    toks = _runs(name, gpu)[0]
+    n = len(toks)
+    out = {}
+    for mode in ("never", "always"):
+        monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", mode)
+        g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
+        s = g.session(n + 8)
+        dec = np.stack([s.decode(t) for t in toks])
+        s = g.session(n + 8)
+        ver = np.concatenate([s.verify(toks[i:i + 5]) for i in range(0, n, 5)])
+        s = g.session(n + 8)
+        s.decode(toks[0])
+        pre = s.prefill(toks[1:], "batched")
+        out[mode] = {"decode": dec, "verify width 5": ver, "batched prefill": pre}
+    for what, want in out["never"].items():
+        assert np.array_equal(out["always"][what], want), f"{name}: {what} logits depend on the row groups"
+    monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", "sometimes")
+    g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
+    with pytest.raises(Exception, match="DS4KIT_GPU_ROW_GROUPS is 'sometimes'"):
+        g.session(n + 8).decode(toks[0])
+
+
 @pytest.mark.parametrize("name", ["tiny-default", "small-q2k"])
 def test_gpu_snapshot_restore_and_rewind_replay_bitwise(gpu, name):
     toks, _, g, decoded, cpu = _runs(name, gpu)

@@ -54,13 +54,12 @@ inline int dot_wide(const void* base, uint64_t stride) {
 // (x had been loaded again for every row: the L1 traffic, not the weights' bytes, bounded
 // decode). Only a matrix with rows enough to fill the GPU with R-row groups gains (a 24-row
 // one would run on 6 blocks), so the launchers take max_group_rows<NC>() where
-// dot_many_rows(rows of the tensor, times the experts a token uses) and 1 elsewhere. Every
-// row keeps its own one-row arithmetic, so R changes no bit.
+// row_groups_for(rows of the tensor, times the experts a token uses) (gpu_kernels.h) and 1
+// elsewhere. Every row keeps its own one-row arithmetic, so R changes no bit.
 template <int NC>
 __host__ __device__ constexpr int max_group_rows() {
     return NC == 1 ? 4 : 2;
 }
-inline bool dot_many_rows(int64_t rows) { return rows >= 8192; }
 
 // Host side too: 1 if columns at x + c * ld allow load_x8's 16-byte loads; the blocks that
 // hold `rows` rows at kDotBlock / L groups of R rows a block.

@@ -27,6 +27,11 @@ void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t 
                    const uint64_t* grid, void* stream);
 // Lanes per row (32 .. 256) of gpu_dot.h's reduction for a matrix of `rows` rows of n_in.
 int dot_lanes(int64_t rows, int64_t n_in);
+// Whether a matrix of `rows` rows (the tensor's; times the experts a token uses for moe) runs
+// gpu_dot.h's R-row groups: rows >= 8192, or as DS4KIT_GPU_ROW_GROUPS=auto|always|never says
+// (R changes no bit: tests/gpu compares always with never on models too small for the rule).
+// Another value: ArgumentError naming the variable.
+bool row_groups_for(int64_t rows);
 // (dot_wide<T>, whether rows allow the wide loads, is in gpu_dot.h.)
 
 // ---- gpu_norm.cu ----

@@ -55,6 +55,8 @@ DS4_GPU_FOR_EACH_TYPE(DS4_MATMUL_INSTANCES)
 static_assert(kCols == 8, "DS4_MATMUL_INSTANCES lists NC = 1, 2, 4, kCols");
 
 #if DS4_GPU_HOST_CODE
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backend/gpu/gpu_kernels.h"
@@ -82,7 +84,7 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
     const int wide = dot_wide<T>(W, row_bytes);
     const int x4 = dot_x_aligned(X, ldx);
     const int NC = ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols;  // 1, 2, 4 or 8: the narrowest that holds ncols
-    const bool many = dot_many_rows(tensor_rows);
+    const bool many = row_groups_for(tensor_rows);
     int R = 1;
     const MatmulKernel k = NC == 1 ? kernel_for<1, T>(many, &R) : NC == 2 ? kernel_for<2, T>(many, &R)
                          : NC == 4 ? kernel_for<4, T>(many, &R) : kernel_for<8, T>(many, &R);
@@ -92,6 +94,15 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
 }
 
 }  // namespace
+
+bool row_groups_for(int64_t rows) {
+    const char* mode = std::getenv("DS4KIT_GPU_ROW_GROUPS");
+    if (!mode || !*mode || std::strcmp(mode, "auto") == 0) return rows >= 8192;
+    if (std::strcmp(mode, "always") == 0) return true;
+    if (std::strcmp(mode, "never") == 0) return false;
+    throw ArgumentError(DS4_GPU_WHO ": DS4KIT_GPU_ROW_GROUPS is '" + std::string(mode) +
+                        "'; expected auto, always or never");
+}
 
 int dot_lanes(int64_t rows, int64_t n_in) {
     // Enough groups to keep every multiprocessor streaming (about 2048 blocks' worth of

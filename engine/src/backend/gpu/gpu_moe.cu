@@ -239,7 +239,7 @@ struct ExpertMatrix {
     int64_t rows, n_in;
     uint64_t row_bytes, expert_bytes;
     int L, wide;
-    bool many;  // dot_many_rows: groups of max_group_rows<NC>() rows
+    bool many;  // row_groups_for: groups of max_group_rows<NC>() rows
 };
 
 template <uint32_t T>
@@ -248,7 +248,7 @@ ExpertMatrix shape_of(int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_b
     // Lanes from the experts' shape and how many a token uses, never from the call's tokens.
     const int L = dot_lanes(rows * n_used, n_in);
     return ExpertMatrix{T,  rows, n_in, row_bytes, expert_bytes, L, dot_wide<T>(base, row_bytes | expert_bytes),
-                        dot_many_rows(rows * n_used)};
+                        row_groups_for(rows * n_used)};
 }
 
 ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_bytes,
