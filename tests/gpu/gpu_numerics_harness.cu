@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 extern "C" int ds4_gpu_numerics_probe(int op, float* xf_dev, double* xd_dev, int64_t n_rows, int64_t n,
@@ -154,29 +155,21 @@ int main(int argc, char** argv) {
         std::printf("fp4 cases=%zu mismatches=%lld\n", x.size(), (long long)bad);
         total_bad += bad;
     }
-    for (int64_t n : {32, 128, 512}) {
-        std::normal_distribution<double> nd;
-        std::vector<double> x((size_t)(2000 * n));
-        for (double& v : x) v = nd(rng);
-        std::vector<double> host = x;
-        for (size_t r = 0; r < x.size() / (size_t)n; ++r) ds4::hadamard_inplace(host.data() + r * n, n);
-        const std::vector<double> dev = on_device_d(3, x, n, nullptr);
-        int64_t bad = 0;
-        for (size_t i = 0; i < x.size(); ++i) bad += bits(host[i]) != bits(dev[i]);
-        std::printf("hadamard_n%lld cases=%zu mismatches=%lld\n", (long long)n, x.size(), (long long)bad);
-        total_bad += bad;
-    }
-    for (int64_t n : {32, 128, 512}) {  // by a block (gpu_math.h hadamard_block)
-        std::normal_distribution<double> nd;
-        std::vector<double> x((size_t)(500 * n));
-        for (double& v : x) v = nd(rng);
-        std::vector<double> host = x;
-        for (size_t r = 0; r < x.size() / (size_t)n; ++r) ds4::hadamard_inplace(host.data() + r * n, n);
-        const std::vector<double> dev = on_device_d(5, x, n, nullptr);
-        int64_t bad = 0;
-        for (size_t i = 0; i < x.size(); ++i) bad += bits(host[i]) != bits(dev[i]);
-        std::printf("hadamard_block_n%lld cases=%zu mismatches=%lld\n", (long long)n, x.size(), (long long)bad);
-        total_bad += bad;
+    // Hadamard per thread (op 3: core/numerics.h) and by a block (op 5: gpu_math.h hadamard_block).
+    for (const auto& [op, name, rows] : {std::tuple<int, const char*, int>{3, "hadamard", 2000},
+                                        std::tuple<int, const char*, int>{5, "hadamard_block", 500}}) {
+        for (int64_t n : {32, 128, 512}) {
+            std::normal_distribution<double> nd;
+            std::vector<double> x((size_t)(rows * n));
+            for (double& v : x) v = nd(rng);
+            std::vector<double> host = x;
+            for (size_t r = 0; r < x.size() / (size_t)n; ++r) ds4::hadamard_inplace(host.data() + r * n, n);
+            const std::vector<double> dev = on_device_d(op, x, n, nullptr);
+            int64_t bad = 0;
+            for (size_t i = 0; i < x.size(); ++i) bad += bits(host[i]) != bits(dev[i]);
+            std::printf("%s_n%lld cases=%zu mismatches=%lld\n", name, (long long)n, x.size(), (long long)bad);
+            total_bad += bad;
+        }
     }
     {  // the dequantisers' integer-to-float conversions against C's, every byte
         const std::vector<float> dev = on_device_f(6, std::vector<float>(4 * 256, 0.0f), 256);

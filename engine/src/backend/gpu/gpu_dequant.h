@@ -48,13 +48,11 @@ __device__ inline float f16_bits_to_f32(uint16_t h) {
 #endif
 }
 
-// Exact (float)u for 0 <= u < 2^23, and (float)(int8_t)byte, without the int-to-float
-// converter (an eighth-rate unit on NVIDIA's SMs, where it had bounded the experts'
-// decode): 2^23 + u is a float with u in its low mantissa bits, and the subtraction is exact.
+// Small integers to float without the int-to-float converter (an eighth-rate unit on
+// NVIDIA's SMs, where it had bounded the experts' decode): 2^23 + u is a float with u in its
+// low mantissa bits, and subtracting 2^23 is exact.
+// Exact (float)u for 0 <= u < 2^23.
 __device__ inline float u_to_f32(uint32_t u) { return ds4::num::f32_of(0x4B000000u | u) - 8388608.0f; }
-__device__ inline float s8_to_f32(uint32_t byte) {
-    return ds4::num::f32_of(0x4B000000u | ((byte & 0xFFu) ^ 0x80u)) - 8388736.0f;  // 2^23 + 128
-}
 
 // Exact (float)(byte j of m) - offset (j a constant; offset 0, or 128 for an int8 stored
 // + 128): on NVIDIA one byte permute builds the float 2^23 + byte, and one subtraction ends it.
@@ -66,6 +64,9 @@ __device__ inline float magic_byte_to_f32(uint32_t m, int j, float offset = 0.0f
 #endif
     return ds4::num::f32_of(bits) - (8388608.0f + offset);
 }
+
+// Exact (float)(int8_t)byte (the low byte of `byte`).
+__device__ inline float s8_to_f32(uint32_t byte) { return magic_byte_to_f32(byte ^ 0x80u, 0, 128.0f); }
 
 // MXFP4's shared exponent as 2^(x-127) / 2 (its code values are doubled E2M1).
 __device__ inline float e8m0_half(uint8_t x) {

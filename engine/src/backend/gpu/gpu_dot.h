@@ -121,7 +121,8 @@ __device__ inline void chunk_products(const float (*w)[kChunk], const float* d, 
 // decoded ones across the R rows.
 template <uint32_t TYPE, bool WIDE, int R>
 __host__ __device__ constexpr int chunks_ahead() {
-    return RawChunk<TYPE, WIDE>::raw ? (8 / R > 0 ? 8 / R : 1) : (4 / R > 0 ? 4 / R : 1);
+    static_assert(R == 1 || R == 2 || R == 4, "rows per group: 1, 2 or 4");
+    return RawChunk<TYPE, WIDE>::raw ? 8 / R : 4 / R;
 }
 
 // The lane's chunks of R rows in order, A at a time: first the loads of all A x R

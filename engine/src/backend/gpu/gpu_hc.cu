@@ -63,15 +63,14 @@ __device__ void hc_split_from_mix(const float* m, int64_t n, const float* scale,
     }
     ds4_sync_block();
     double *cur = M, *next = tmp;
-    for (int64_t it = 0; it < (iters > 1 ? iters : 1); ++it) {
-        if (it > 0) {  // rounds after the first: rows, then columns
-            normalise_lines(cur, next, n, hc_eps, true);
-            double* const done = next;
-            next = cur, cur = done;
-        }
-        normalise_lines(cur, next, n, hc_eps, false);
+    auto half_step = [&](bool rows) {  // cur -> next, then next is the current matrix
+        normalise_lines(cur, next, n, hc_eps, rows);
         double* const done = next;
         next = cur, cur = done;
+    };
+    for (int64_t it = 0; it < (iters > 1 ? iters : 1); ++it) {
+        if (it > 0) half_step(true);  // rounds after the first: rows, then columns
+        half_step(false);
     }
     if (cur != M) {
         for (int64_t k = t0; k < nn; k += T) M[k] = cur[k];
