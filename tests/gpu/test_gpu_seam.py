@@ -62,7 +62,7 @@ OTHER_OPS_NERR = {"embed": 0.0, "fp8_kv_round_trip": 0.0, "indexer_transform": 0
 def _tol(op: str) -> float:
     if op in EXACT_OPS:
         return 0.0
-    if op == "matmul":
+    if op in ("matmul", "matmul_grouped"):
         return MATMUL_NERR
     if op == "rms_norm":
         return RMS_NORM_NERR
@@ -109,7 +109,7 @@ def _write_report():
     payload = {
         "build_info": dict(_engine.build_info),
         "available_backends": dict(_engine.available_backends()),
-        "tolerances": {"matmul": MATMUL_NERR, "rms_norm": RMS_NORM_NERR, "scale": 0.0, "copy": 0.0, **OTHER_OPS_NERR},
+        "tolerances": {"matmul": MATMUL_NERR, "matmul_grouped": MATMUL_NERR, "rms_norm": RMS_NORM_NERR, "scale": 0.0, "copy": 0.0, **OTHER_OPS_NERR},
         **_REPORT,
     }
     (Path(out) / "gpu-seam.json").write_text(json.dumps(payload, indent=1))
@@ -197,6 +197,8 @@ def test_gpu_matches_cpu_through_the_seam(gpu, which):
     assert any(r["op"] == "rms_norm" and r["tensor"] for r in recs)
     assert any(r["op"] == "rms_norm" and not r["tensor"] for r in recs)
     assert {"scale", "copy"} | set(OTHER_OPS_NERR) <= {r["op"] for r in recs}
+    # The grouped output projection in one call, bitwise its per-group matmul calls on the GPU.
+    assert {1, 3} <= {r["ncols"] for r in recs if r["op"] == "matmul_grouped"}, f"no matmul_grouped case in {which}"
 
     bad = []
     for r in recs:

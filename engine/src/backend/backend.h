@@ -184,6 +184,17 @@ public:
     virtual void matmul(const WeightView& W, int64_t row0, int64_t n_rows, Dev<const float> X, int64_t ldx,
                         int ncols, Dev<float> Y, int64_t ldy) = 0;
 
+    // Grouped matmul: for g < n_groups, rows g*group_rows .. + group_rows of W times their own
+    // slice of each column, Y[c*ldy + g*group_rows + r] = W.row(g*group_rows + r) .
+    // X[c*ldx + g*x_stride .. + W.n_in()) (DS4's grouped output projection). The same bits as
+    // the n_groups matmul calls, which the default makes; a backend may do it in one pass.
+    virtual void matmul_grouped(const WeightView& W, int64_t n_groups, int64_t group_rows, Dev<const float> X,
+                                int64_t x_stride, int64_t ldx, int ncols, Dev<float> Y, int64_t ldy) {
+        for (int64_t g = 0; g < n_groups; ++g) {
+            matmul(W, g * group_rows, group_rows, X + g * x_stride, ldx, ncols, Y + g * group_rows, ldy);
+        }
+    }
+
     // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted), for n_rows rows of n.
     virtual void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
                           Dev<float> y) = 0;

@@ -73,6 +73,43 @@ void matmul_case(Ctx& c, const WeightView& W, int64_t row0, int64_t rows, int nc
     c.out.push_back(rec);
 }
 
+// n_groups groups of the matrix's rows, each on its own slice of every column (the grouped
+// output projection), A against B; on B the one call must give the bits of the per-group
+// matmul calls the seam's default makes.
+void grouped_matmul_case(Ctx& c, const WeightView& W, int64_t n_groups, int ncols) {
+    std::mt19937_64 rng = c.rng_for_case();
+    const int64_t group_rows = W.n_rows() / n_groups, rows = n_groups * group_rows;
+    const int64_t x_stride = W.n_in() + 1, ldx = n_groups * x_stride + 2, ldy = rows + 3;  // odd: unaligned slices too
+    const std::vector<float> X = random_input(rng, (size_t)ncols * (size_t)ldx);
+    CompareRecord rec;
+    rec.op = "matmul_grouped";
+    rec.tensor = W.name;
+    rec.type = type_name(W.type);
+    rec.ncols = ncols;
+    rec.rows = rows;
+    auto grouped = [&](Backend& be) {
+        return through_seam(be, X, (size_t)ncols * (size_t)ldy, [&](Dev<float> x, Dev<float> y) {
+            be.matmul_grouped(W, n_groups, group_rows, Dev<const float>(x), x_stride, ldx, ncols, y, ldy);
+        });
+    };
+    const std::vector<float> ya = grouped(c.a), yb = grouped(c.b);
+    measure(ya, yb, [&](size_t i) { return (int64_t)(i % (size_t)ldy) < rows; }, rec);
+    const std::vector<float> y_calls = through_seam(c.b, X, (size_t)ncols * (size_t)ldy, [&](Dev<float> x, Dev<float> y) {
+        for (int64_t g = 0; g < n_groups; ++g) {
+            c.b.matmul(W, g * group_rows, group_rows, Dev<const float>(x + g * x_stride), ldx, ncols, y + g * group_rows,
+                       ldy);
+        }
+    });
+    rec.bitwise_cols_ok = true;
+    for (size_t i = 0; i < yb.size() && rec.bitwise_cols_ok; ++i) {
+        if (!same_bits(yb[i], y_calls[i])) {
+            rec.bitwise_cols_ok = false;
+            rec.note = "output " + std::to_string(i) + " differs from the per-group matmul calls";
+        }
+    }
+    c.out.push_back(rec);
+}
+
 std::vector<float> run_rms_norm(Backend& be, const std::vector<float>& X, const WeightView* w, int64_t n,
                                 int64_t row_first, int64_t n_rows) {
     return through_seam(be, X, (size_t)(n_rows * n), [&](Dev<float> x, Dev<float> y) {
@@ -161,6 +198,9 @@ std::vector<CompareRecord> compare_backends(const std::string& model_path, const
             matmul_case(c, W, 1, len, 5);
         }
         if (R > 1) matmul_case(c, W, R - 1, 1, 7);  // 7 columns: a 4-group and a 3-group
+        if (W.name.find("attn_output_a") != std::string::npos && R % 4 == 0) {
+            for (int ncols : {1, 3}) grouped_matmul_case(c, W, 4, ncols);
+        }
     }
 
     std::vector<int64_t> lengths;

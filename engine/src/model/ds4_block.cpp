@@ -143,9 +143,7 @@ void Ds4BlockRunner::attn_output(const Ds4LayerWeights& lw, Ds4Activations& a, i
         // Grouped output: z_g = W_oa[g] (heads of group g), y = W_ob z.
         PhaseScope ps(clock_, Phase::attn_out);
         const int64_t G = hp_.o_groups, R = hp_.o_lora_rank, group_in = H * D / G;
-        for (int64_t g = 0; g < G; ++g) {
-            be_.matmul(lw.attn_output_a, g * R, R, a.O + g * group_in, H * D, (int)n, a.z + g * R, G * R);
-        }
+        be_.matmul_grouped(lw.attn_output_a, G, R, a.O, group_in, H * D, (int)n, a.z, G * R);
         be_.matmul(lw.attn_output_b, 0, E, a.z, G * R, (int)n, a.y, E);
     }
     PhaseScope ps(clock_, Phase::hc_post);

@@ -1,7 +1,10 @@
-// GpuBackend: ds4::Backend on one CUDA or HIP device (device 0), one stream. Host code
-// only: memory, the weight table, argument checks and kernel launches (gpu_kernels.h).
-// Operations are enqueued on the stream in issue order; upload, download and the kernels
-// are asynchronous and synchronize() waits for all of them. Every operation of the seam is
+// GpuBackend: ds4::Backend on one CUDA or HIP device (device 0). Host code only: memory,
+// the weight table, argument checks and kernel launches (gpu_kernels.h).
+// Operations are enqueued on the main stream in issue order; upload, download and the kernels
+// are asynchronous and synchronize() waits for all of them. One side stream (run_beside):
+// hc_pre's Sinkhorn, which only hc_post reads, runs there beside the attention or experts
+// between them, and moe's shared expert beside the routed ones (fork and join by events;
+// download, synchronize and the next use of the scratch join it too). Every operation of the seam is
 // here; a weight type without a kernel throws UnsupportedError naming the operation and
 // the tensor (no silent CPU fallback).
 //
@@ -27,6 +30,14 @@ namespace ds4 {
 namespace {
 
 constexpr uint32_t kTypeI32 = 26;
+// hc_pre's Sinkhorn on a second stream, except on HIP-CPU, whose runtime works through its
+// streams one after another and would wait forever on the fork event (the same kernels then run
+// on the main stream, in the same order for each split, so nothing computed changes).
+#if defined(__HIP_CPU_RT__)
+constexpr bool kSideStream = false;
+#else
+constexpr bool kSideStream = true;
+#endif
 
 std::string kind_upper() { return DS4_GPU_KIND_NAME[0] == 'c' ? "CUDA" : "HIP"; }
 
@@ -58,6 +69,11 @@ public:
 #endif
         name_ += ")";
         DS4_GPU_CHECK(StreamCreateWithFlags, &stream_, ds4GpuStreamNonBlocking);
+        if (kSideStream) {
+            DS4_GPU_CHECK(StreamCreateWithFlags, &side_, ds4GpuStreamNonBlocking);
+            DS4_GPU_CHECK(EventCreateWithFlags, &fork_, ds4GpuEventDisableTiming);
+            DS4_GPU_CHECK(EventCreateWithFlags, &join_, ds4GpuEventDisableTiming);
+        }
         // The IQ2_XXS codebook and the fault word live on the device for the kernels.
         auto g = alloc(sizeof(kIq2xxsGrid));
         DS4_GPU_CHECK(Memcpy, g->data(), kIq2xxsGrid, sizeof(kIq2xxsGrid), ds4GpuMemcpyHostToDevice);
@@ -72,6 +88,9 @@ public:
         for (auto& b : scratch_) b.reset();
         grid_buf_.reset();
         fault_buf_.reset();
+        if (fork_) (void)DS4_GPU_RT(EventDestroy)(fork_);
+        if (join_) (void)DS4_GPU_RT(EventDestroy)(join_);
+        if (side_) (void)DS4_GPU_RT(StreamDestroy)(side_);
         if (stream_) (void)DS4_GPU_RT(StreamDestroy)(stream_);
     }
 
@@ -96,6 +115,7 @@ public:
     void download(void* dst, const void* src, size_t bytes) override {
         if (bytes == 0) return;
         check_ptrs("download", dst, src);
+        join_side();  // the bytes may be a split the side stream writes
         DS4_GPU_CHECK(MemcpyAsync, dst, src, bytes, ds4GpuMemcpyDeviceToHost, stream_);
     }
     // Waits for the stream, then reports an invalid input a kernel met since the last call
@@ -143,6 +163,31 @@ public:
                            X.get(), ldx, ncols, Y.get(), ldy, grid_.get(), stream_);
     }
 
+    // One launch: the kernel finds each row's slice of X from its group (gpu_matmul.cu).
+    void matmul_grouped(const WeightView& W, int64_t n_groups, int64_t group_rows, Dev<const float> X,
+                        int64_t x_stride, int64_t ldx, int ncols, Dev<float> Y, int64_t ldy) override {
+        const int64_t rows = n_groups * group_rows;
+        if (n_groups < 0 || group_rows < 0 || rows > W.n_rows()) {
+            throw ArgumentError(DS4_GPU_WHO ": matmul_grouped: tensor '" + W.name + "': " + std::to_string(n_groups) +
+                                " groups of " + std::to_string(group_rows) + " rows outside its " +
+                                std::to_string(W.n_rows()) + " rows");
+        }
+        if (ncols < 0) throw ArgumentError(DS4_GPU_WHO ": matmul_grouped: negative column count " + std::to_string(ncols));
+        const bool fits = x_stride >= 0 && (n_groups <= 1 || x_stride >= W.n_in()) &&
+                          (ncols <= 1 || (ldx >= (n_groups - 1) * x_stride + W.n_in() && ldy >= rows));
+        if (!fits) {
+            throw ArgumentError(DS4_GPU_WHO ": matmul_grouped: tensor '" + W.name + "': x stride " +
+                                std::to_string(x_stride) + ", ldx " + std::to_string(ldx) + ", ldy " +
+                                std::to_string(ldy) + " do not hold " + std::to_string(n_groups) + " groups of " +
+                                std::to_string(W.n_in()) + " in and " + std::to_string(group_rows) + " out");
+        }
+        if (rows == 0 || ncols == 0) return;
+        check_matrix_type(W, "matmul_grouped");
+        const gpu::DeviceWeight& dw = weights().get(W, "matmul_grouped");
+        gpu::launch_matmul(W.type, dw.data, W.row_bytes, W.n_in(), rows, W.n_rows(), X.get(), ldx, ncols, Y.get(), ldy,
+                           grid_.get(), stream_, group_rows, x_stride);
+    }
+
     void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
                   Dev<float> y) override {
         const float* wf = nullptr;
@@ -187,19 +232,27 @@ public:
         gpu::launch_indexer_transform(x.get(), n_rows, d, fp4, stream_);
     }
 
-    // ---- Hyper-connections: the mix logits through rms_norm + matmul (tokens as columns) ----
+    // ---- Hyper-connections: the mix logits from slices (gpu_hc.cu), tokens as grid rows ----
     void hc_pre(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
                 const WeightView& scale_w, const WeightView& base_w, int64_t iters, double hc_eps, double rms_eps,
                 Dev<float> u, Dev<double> split) override {
         if (n_tokens <= 0) return;
         std::lock_guard<std::mutex> lock(scratch_mu_);
-        const float* mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, rms_eps);
-        gpu::launch_hc_pre_split(mix, X.get(), n_tokens, n_hc, E, fn.n_rows(), vecf(scale_w, "hc_pre"),
-                                 vecf(base_w, "hc_pre"), iters, hc_eps, u.get(), split.get(), stream_);
+        const float* scale = vecf(scale_w, "hc_pre");
+        const float* base = vecf(base_w, "hc_pre");
+        const HcMix mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, "hc_pre");
+        gpu::launch_hc_collapse(mix.part, mix.ss, mix.n_mix, rms_eps, X.get(), n_tokens, n_hc, E, scale, base, hc_eps,
+                                u.get(), stream_);
+        // The split beside the main stream: it reads the partial sums the main stream just wrote.
+        run_beside([&](ds4_gpu_stream_t st) {
+            gpu::launch_hc_split(mix.part, mix.ss, mix.n_mix, rms_eps, n_tokens, n_hc, E, scale, base, iters, hc_eps,
+                                 split.get(), st);
+        });
     }
 
     void hc_post(Dev<const float> y, Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E,
                  Dev<const double> split, Dev<float> X_out) override {
+        join_side();
         gpu::launch_hc_post(y.get(), X.get(), n_tokens, n_hc, E, split.get(), X_out.get(), stream_);
     }
 
@@ -208,9 +261,11 @@ public:
                  Dev<float> e) override {
         if (n_tokens <= 0) return;
         std::lock_guard<std::mutex> lock(scratch_mu_);
-        const float* mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, rms_eps);
-        gpu::launch_hc_head_collapse(mix, X.get(), n_tokens, n_hc, E, vecf(scale_w, "hc_head"), vecf(base_w, "hc_head"),
-                                     hc_eps, e.get(), stream_);
+        const float* scale = vecf(scale_w, "hc_head");
+        const float* base = vecf(base_w, "hc_head");
+        const HcMix mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, "hc_head");
+        gpu::launch_hc_collapse(mix.part, mix.ss, mix.n_mix, rms_eps, X.get(), n_tokens, n_hc, E, scale, base, hc_eps,
+                                e.get(), stream_);
     }
 
     void hc_mean(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, Dev<float> out,
@@ -282,7 +337,10 @@ public:
         a.act_sh = a.act + P * a.exp.F;
         a.out = scratch<float>(kSlotMoeOut, P * a.E + n_tokens * a.E);
         a.out_sh = a.out + P * a.E;
-        gpu::launch_moe(a, stream_);
+        run_beside([&](ds4_gpu_stream_t st) { gpu::launch_moe_shared(a, st); });  // reads only h
+        gpu::launch_moe_routed(a, stream_);
+        join_side();
+        gpu::launch_moe_combine(a, stream_);
     }
 
     // ---- Sequence state ----
@@ -392,8 +450,10 @@ public:
             most += comp.selected ? std::min(visible, comp.top_k) : visible;
         }
         std::lock_guard<std::mutex> lock(scratch_mu_);
-        double* scores = scratch<double>(kSlotScores, n * n_head * most);
-        gpu::launch_attention(k, p0, n, Q.get(), n_head, D, vecf(sinks, "attention"), rope, scores, most, O.get(),
+        const gpu::AttnScratch need = gpu::attention_scratch(n, n_head, D, most);
+        double* scores = scratch<double>(kSlotScores, need.scores);
+        double* part = scratch<double>(kSlotAttnPart, need.part);
+        gpu::launch_attention(k, p0, n, Q.get(), n_head, D, vecf(sinks, "attention"), rope, most, scores, part, O.get(),
                               stream_);
     }
 
@@ -405,14 +465,27 @@ public:
         k.rows = K.get();
         k.T = T;
         std::lock_guard<std::mutex> lock(scratch_mu_);
-        double* scores = scratch<double>(kSlotScores, n * n_head * std::max<int64_t>(T, 1));
-        gpu::launch_attention(k, pos0, n, Q.get(), n_head, D, vecf(sinks, "attention_rows"), rope, scores,
-                              std::max<int64_t>(T, 1), O.get(), stream_);
+        const int64_t most = std::max<int64_t>(T, 1);
+        const gpu::AttnScratch need = gpu::attention_scratch(n, n_head, D, most);
+        double* scores = scratch<double>(kSlotScores, need.scores);
+        double* part = scratch<double>(kSlotAttnPart, need.part);
+        gpu::launch_attention(k, pos0, n, Q.get(), n_head, D, vecf(sinks, "attention_rows"), rope, most, scores, part,
+                              O.get(), stream_);
     }
 
 private:
     // Scratch buffers by slot, grown as needed (a grow waits for the work that may read the old one).
-    enum Slot { kSlotHcNorm, kSlotHcMix, kSlotMoePlan, kSlotMoeAct, kSlotMoeOut, kSlotScores, kSlotFlags, kSlots };
+    enum Slot {
+        kSlotHcNorm,
+        kSlotHcMix,
+        kSlotMoePlan,
+        kSlotMoeAct,
+        kSlotMoeOut,
+        kSlotScores,
+        kSlotAttnPart,
+        kSlotFlags,
+        kSlots
+    };
     template <class T>
     T* scratch(Slot slot, int64_t n) {
         std::unique_ptr<DeviceBuffer>& b = scratch_[slot];
@@ -425,20 +498,55 @@ private:
         return static_cast<T*>(b->data());
     }
 
-    // m = fn . N(flatten X) of n tokens, [n][fn.n_rows()] in scratch (caller holds scratch_mu_).
-    const float* hc_mix(const float* X, int64_t n, int64_t n_hc, int64_t E, const WeightView& fn, double rms_eps) {
-        const int64_t F = n_hc * E, n_mix = fn.n_rows();
+    // The mix logits' partial sums of n tokens in scratch (caller holds scratch_mu_), after the
+    // side stream has finished with the previous ones.
+    struct HcMix {
+        const float* part;
+        const double* ss;
+        int64_t n_mix;
+    };
+    HcMix hc_mix(const float* X, int64_t n, int64_t n_hc, int64_t E, const WeightView& fn, const char* op) {
+        const int64_t F = n_hc * E, n_mix = fn.n_rows(), S = gpu::hc_mix_slices(F);
         if (fn.n_in() != F) {
             throw ArgumentError(DS4_GPU_WHO ": hyper-connection mix '" + fn.name + "' takes " + std::to_string(fn.n_in()) +
                                 " values, the streams hold " + std::to_string(F));
         }
-        check_matrix_type(fn, "hc_pre");
-        float* xn = scratch<float>(kSlotHcNorm, n * F);
-        float* mix = scratch<float>(kSlotHcMix, n * n_mix);
-        gpu::launch_rms_norm(X, nullptr, F, n, rms_eps, xn, stream_);
-        const gpu::DeviceWeight& dw = weights().get(fn, "hc_pre");
-        gpu::launch_matmul(fn.type, dw.data, fn.row_bytes, F, n_mix, n_mix, xn, F, (int)n, mix, n_mix, grid_.get(), stream_);
-        return mix;
+        if (n_mix < n_hc) {
+            throw ArgumentError(DS4_GPU_WHO ": " + std::string(op) + ": mix '" + fn.name + "' has " +
+                                std::to_string(n_mix) + " rows, fewer than the " + std::to_string(n_hc) + " streams");
+        }
+        check_matrix_type(fn, op);
+        join_side();
+        double* ss = scratch<double>(kSlotHcNorm, n * S);
+        float* part = scratch<float>(kSlotHcMix, n * S * n_mix);
+        const gpu::DeviceWeight& dw = weights().get(fn, op);
+        gpu::launch_hc_mix_partial(fn.type, dw.data, fn.row_bytes, F, n_mix, X, n, grid_.get(), part, ss, stream_);
+        return HcMix{part, ss, n_mix};
+    }
+
+    // launch(stream) enqueues work on the side stream after everything the main stream holds
+    // now (main stream only on HIP-CPU); join_side() later makes the main stream wait for it.
+    template <class Launch>
+    void run_beside(Launch&& launch) {
+        if (!kSideStream) {
+            launch(stream_);
+            return;
+        }
+        std::lock_guard<std::mutex> lock(side_mu_);
+        DS4_GPU_CHECK(EventRecord, fork_, stream_);
+        DS4_GPU_CHECK(StreamWaitEvent, side_, fork_, 0);
+        launch(side_);
+        DS4_GPU_CHECK(EventRecord, join_, side_);
+        side_pending_ = true;
+    }
+
+    // The main stream waits for the side stream's last work (no host wait). The side stream is
+    // in order, so its last work implies every earlier one, whichever session enqueued it.
+    void join_side() {
+        std::lock_guard<std::mutex> lock(side_mu_);
+        if (!side_pending_) return;
+        DS4_GPU_CHECK(StreamWaitEvent, stream_, join_, 0);
+        side_pending_ = false;
     }
 
     gpu::MoeMats moe_mats(const WeightView& gate, const WeightView& up, const WeightView& down) {
@@ -492,7 +600,10 @@ private:
         return f;
     }
 
-    void synchronize_stream() { DS4_GPU_CHECK(StreamSynchronize, stream_); }
+    void synchronize_stream() {
+        join_side();
+        DS4_GPU_CHECK(StreamSynchronize, stream_);
+    }
 
     const gpu::WeightStore& weights() const {
         if (!weights_) throw ArgumentError(DS4_GPU_WHO ": no weights bound (bind_weights is called once per model)");
@@ -504,6 +615,10 @@ private:
 
     std::string name_;
     ds4_gpu_stream_t stream_ = nullptr;
+    ds4_gpu_stream_t side_ = nullptr;          // hc_pre's split (see the top of the file)
+    ds4_gpu_event_t fork_ = nullptr, join_ = nullptr;
+    bool side_pending_ = false;                // a split was enqueued that the main stream has not joined
+    std::mutex side_mu_;                       // side_pending_ and the fork/join sequence (after scratch_mu_)
     std::unique_ptr<gpu::WeightStore> weights_;
     std::unique_ptr<DeviceBuffer> scratch_[kSlots];
     std::mutex scratch_mu_;  // one op's scratch stays its own until its kernels are enqueued

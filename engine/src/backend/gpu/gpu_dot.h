@@ -12,16 +12,17 @@
 // Order (what makes verify == decode bitwise): lane l reads chunks of 8 consecutive
 // elements l, l + L, l + 2L, ... in ascending order; per chunk p = the 8 products w_j * x_j
 // summed in element order with fmaf from 0, then acc = fmaf(d, p, acc) (d: the chunk's
-// factor). The L partial sums are then added in a fixed shared-memory tree. Nothing depends
-// on NC, R or on how many columns are live: NC columns and R rows run copies of the
-// one-row, one-column arithmetic side by side, and with contraction off no instantiation can
-// fuse differently.
+// factor). The L partial sums are then added in gpu_tree.h's fixed tree. Nothing depends on
+// NC, R or on how many columns are live: NC columns and R rows run copies of the one-row,
+// one-column arithmetic side by side, and with contraction off no instantiation can fuse
+// differently.
 // L is chosen from the matrix's shape alone (dot_lanes), never from the number of columns.
 #pragma once
 #include <stdint.h>
 
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_dequant.h"
+#include "backend/gpu/gpu_tree.h"
 
 namespace ds4 {
 namespace gpu {
@@ -200,20 +201,14 @@ __device__ inline void group_dot(const uint8_t* const* rows, int64_t n, const La
     lane_chunks<NC, R, TYPE, false>(rows, n, ln, x, nc, x4, grid, acc);
 }
 
-// The groups' partial sums added in a fixed tree: on return out[c] holds sum c (for a group
-// of R rows and NC columns, NS = R * NC sums) in lane 0 of each group. `part` is shared
-// memory of NS * kDotBlock floats. Every thread calls it.
+// The groups' partial sums added in the fixed tree (gpu_tree.h): on return out[c] holds sum c
+// (for a group of R rows and NC columns, NS = R * NC sums) in lane 0 of each group. `part` is
+// shared memory of NS * kDotBlock floats. Every thread calls it.
 template <int NS>
 __device__ inline void group_reduce(const float* acc, const Lanes& ln, float* part, float* out) {
     const int t = ln.group * ln.L + ln.lane;
     for (int c = 0; c < NS; ++c) part[c * kDotBlock + t] = acc[c];
-    ds4_sync_block();
-    for (int s = ln.L / 2; s > 0; s >>= 1) {
-        if (ln.lane < s) {
-            for (int c = 0; c < NS; ++c) part[c * kDotBlock + t] += part[c * kDotBlock + t + s];
-        }
-        ds4_sync_block();
-    }
+    tree_reduce<NS>(part, kDotBlock, ln.group * ln.L, ln.lane, ln.L);
     if (ln.lane == 0) {
         for (int c = 0; c < NS; ++c) out[c] = part[c * kDotBlock + t];
     }

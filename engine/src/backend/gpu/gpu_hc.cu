@@ -1,11 +1,22 @@
-// Hyper-connection kernels of the GPU backend (cpu_hc.cpp's per-token part; the mix logits
-// m = fn . N(flatten X) come from the backend's rms_norm and matmul, tokens as columns).
-// Blocks (token, s): every block forms the token's split (sigmoids, Sinkhorn) in double
-// exactly as the CPU writes it (the same bits in each block; block 0 stores it), then
-// collapses its slice of kSlice of the E elements, u_k = sum_h w_h X_h[k] in h order in
-// double. One block per token had left a decode step's 16K-value collapse to 128 threads.
+// Hyper-connection kernels of the GPU backend (cpu_hc.cpp's per-token part).
+//
+// The mix logits m = fn . N(flatten X) without the normalised copy of X: hc_mix_partial
+// splits the F = n_hc * E inputs into slices of kMixSlice and a block per (slice, token) writes
+// each row's dot with the raw X over its slice and the slice's sum of squares; a consumer
+// adds the slices in order and scales, m_r = (sum_s dot_rs) / sqrt(sum_s ss_s / F + eps).
+// (The CPU normalises first and then multiplies; the two differ by float rounding only.)
+// A 24-row mix matrix had been a 24-block matmul behind a one-block rms_norm.
+//
+// hc_collapse, blocks (token, slice of kSlice of E): w_h = sigmoid(scale0 m_h + base_h) + eps
+// from the first n_hc mix values (hc_pre's pre, hc_head's weights: one formula), then
+// u_k = sum_h w_h X_h[k] in h order in double. It needs no Sinkhorn.
+// hc_split, a block per token: the whole split (sigmoids, Sinkhorn) in double exactly as the
+// CPU writes it. Only hc_post reads the Sinkhorn's part, so the backend runs it on a second
+// stream beside the attention or experts that come between (gpu_backend.cu).
 #include "backend/gpu/gpu_compat.h"
-#include "backend/gpu/gpu_math.h"
+#include "backend/gpu/gpu_math.h"  // before gpu_dequant.h: core/numerics.h needs its device libm
+#include "backend/gpu/gpu_dot.h"
+#include "backend/gpu/gpu_tree.h"
 
 #include <stdint.h>
 
@@ -14,6 +25,12 @@ namespace {
 constexpr int64_t kSlice = 256;                 // elements of E a block collapses
 constexpr int kMaxHc = 16;
 constexpr int kMaxSplit = 2 * kMaxHc + kMaxHc * kMaxHc;
+constexpr int kMixThreads = 256;                // hc_mix_partial: 32 chunk lanes x 8 row groups
+constexpr int kMixLanes = 32;                   // lanes over a slice's chunks
+constexpr int64_t kMixSlice = kMixLanes * ds4::gpu::kChunk;  // inputs a block covers
+constexpr int kMixRowsPerThread = 4;            // rows a thread computes per pass
+constexpr int kMixRowsPerPass = kMixRowsPerThread * (kMixThreads / kMixLanes);
+static_assert(kMixThreads % kMixLanes == 0, "row groups of whole lane sets");
 
 // One Sinkhorn half-step by the whole block: dst = src with every row (rows) or column of the
 // n x n matrix divided by (its sum + eps), the sum in index order from 0 as cpu_hc.cpp's
@@ -89,32 +106,113 @@ __device__ void collapse(const double* w, const float* Xt, int64_t n_hc, int64_t
 }
 }  // namespace
 
-extern "C" __global__ void ds4_hc_pre_kernel(const float* mix, const float* X, int64_t n_hc, int64_t E, int64_t n_mix,
-                                             const float* scale, const float* base, int64_t iters, double hc_eps,
-                                             float* u, double* split) {
+// Block (slice s, token t): part[(t * n_mix + r) * S + s] = fn.row(r) . X_t over the slice (the
+// products of a chunk of 8 by fma from 0, times the chunk's factor, then the 32 chunks in
+// gpu_tree.h's tree), part_ss[t * S + s] = the slice's sum of squares in double.
+template <uint32_t TYPE>
+__global__ void ds4_hc_mix_partial_kernel(const uint8_t* fn, uint64_t row_bytes, int wide, int64_t F, int64_t n_mix,
+                                          const float* X, int x4, const uint64_t* grid, float* part,
+                                          double* part_ss) {
+    __shared__ float sums[kMixRowsPerThread * kMixThreads];
+    __shared__ double ss_sums[kMixThreads];
+    const int t = (int)ds4_thread_x(), lane = t % kMixLanes, rg = t / kMixLanes;
+    const int64_t s = ds4_block_x(), tok = ds4_block_y(), S = (F + kMixSlice - 1) / kMixSlice;
+    const int64_t e0 = s * kMixSlice + (int64_t)lane * ds4::gpu::kChunk;
+    const bool live = e0 < F;
+    const int len = !live ? 0 : F - e0 < ds4::gpu::kChunk ? (int)(F - e0) : ds4::gpu::kChunk;
+    float xv[ds4::gpu::kChunk];
+    const float* x = X + tok * F + (live ? e0 : 0);
+    ds4::gpu::load_x8(x, len, x4 != 0 && len == ds4::gpu::kChunk, xv);
+    double ss = 0.0;
+    for (int j = 0; j < ds4::gpu::kChunk; ++j) ss += (double)xv[j] * (double)xv[j];  // xv is 0 past F
+    ss_sums[t] = ss;
+    ds4::gpu::tree_reduce<1>(ss_sums, 0, rg * kMixLanes, lane, kMixLanes);
+    if (t == 0) part_ss[tok * S + s] = ss_sums[0];
+    for (int64_t r0 = 0; r0 < n_mix; r0 += kMixRowsPerPass) {
+        float v[kMixRowsPerThread];
+#pragma unroll
+        for (int i = 0; i < kMixRowsPerThread; ++i) {
+            const int64_t r = r0 + rg * kMixRowsPerThread + i;
+            float w[ds4::gpu::kChunk] = {};
+            float d = 0.0f;
+            if (live && r < n_mix) {
+                d = ds4::gpu::load_chunk_wide<TYPE>(fn + r * row_bytes, e0 / ds4::gpu::kChunk, F, grid, w, wide != 0);
+            }
+            v[i] = live && r < n_mix ? d * ds4::gpu::chunk_dot(w, xv, len) : 0.0f;
+        }
+        for (int i = 0; i < kMixRowsPerThread; ++i) sums[i * kMixThreads + t] = v[i];
+        ds4::gpu::tree_reduce<kMixRowsPerThread>(sums, kMixThreads, rg * kMixLanes, lane, kMixLanes);
+        if (lane == 0) {
+            for (int i = 0; i < kMixRowsPerThread; ++i) {
+                const int64_t r = r0 + rg * kMixRowsPerThread + i;
+                if (r < n_mix) part[(tok * n_mix + r) * S + s] = sums[i * kMixThreads + t];
+            }
+        }
+        ds4_sync_block();  // sums is written again by the next pass
+    }
+}
+
+namespace {
+// Mix value r of token tok from hc_mix_partial's S slices, the slices added in order (a row's
+// slices are consecutive, and the unrolled loop keeps their loads in flight together).
+__device__ inline float mix_value(const float* part, const double* part_ss, int64_t tok, int64_t S, int64_t n_mix,
+                                  int64_t r, int64_t F, double rms_eps) {
+    constexpr int kAhead = 16;  // slices loaded before any is added (a loop to S left one load in flight)
+    const float* p = part + (tok * n_mix + r) * S;
+    const double* q = part_ss + tok * S;
+    double dot = 0.0, ss = 0.0;
+    for (int64_t s0 = 0; s0 < S; s0 += kAhead) {
+        float pv[kAhead];
+        double qv[kAhead];
+#pragma unroll
+        for (int u = 0; u < kAhead; ++u) {
+            const int64_t s = s0 + u < S ? s0 + u : S - 1;  // past the end: loaded again, not added
+            pv[u] = p[s];
+            qv[u] = q[s];
+        }
+#pragma unroll
+        for (int u = 0; u < kAhead; ++u) {
+            if (s0 + u < S) dot += (double)pv[u], ss += qv[u];
+        }
+    }
+    return (float)(dot * (1.0 / ds4::num::sqrt_f64(ss / (double)F + rms_eps)));
+}
+}  // namespace
+
+// Blocks (token, slice of E): the weights from the first n_hc mix values, then the collapse.
+extern "C" __global__ void ds4_hc_collapse_kernel(const float* part, const double* part_ss, int64_t S, int64_t n_mix,
+                                                  double rms_eps, const float* X, int64_t n_hc, int64_t E,
+                                                  const float* scale, const float* base, double hc_eps, float* out) {
+    __shared__ double w[kMaxHc];
+    const int64_t t = ds4_block_x();
+    for (int64_t h = ds4_thread_x(); h < n_hc; h += ds4_block_dim_x()) {
+        const float m = mix_value(part, part_ss, t, S, n_mix, h, n_hc * E, rms_eps);
+        w[h] = ds4::gpu::sigmoid((double)scale[0] * m + base[h]) + hc_eps;
+    }
+    ds4_sync_block();
+    collapse(w, X + t * n_hc * E, n_hc, E, out + t * E);
+}
+
+// Block t: split[t * SS ..] = the token's pre, post and Sinkhorn matrix.
+extern "C" __global__ void ds4_hc_split_kernel(const float* part, const double* part_ss, int64_t S, int64_t n_mix,
+                                               double rms_eps, int64_t n_hc, int64_t E, const float* scale,
+                                               const float* base, int64_t iters, double hc_eps, double* split) {
+    __shared__ float m[kMaxSplit];
     __shared__ double sp[kMaxSplit];
     __shared__ double tmp[kMaxHc * kMaxHc];
     const int64_t t = ds4_block_x(), SS = 2 * n_hc + n_hc * n_hc;
-    hc_split_from_mix(mix + t * n_mix, n_hc, scale, base, iters, hc_eps, sp, tmp);
-    if (ds4_block_y() == 0) {
-        for (int64_t k = ds4_thread_x(); k < SS; k += ds4_block_dim_x()) split[t * SS + k] = sp[k];
-    }
-    collapse(sp, X + t * n_hc * E, n_hc, E, u + t * E);  // pre_h are the first n_hc values
-}
-
-// w_h = sigmoid(m_h * scale0 + base_h) + eps, then the collapse (hc_head).
-extern "C" __global__ void ds4_hc_head_kernel(const float* mix, const float* X, int64_t n_hc, int64_t E,
-                                              const float* scale, const float* base, double hc_eps, float* e) {
-    __shared__ double w[kMaxHc];
-    const int64_t t = ds4_block_x();
-    if (ds4_thread_x() == 0) {
-        for (int64_t h = 0; h < n_hc; ++h) {
-            w[h] = ds4::gpu::sigmoid((double)mix[t * n_hc + h] * scale[0] + base[h]) + hc_eps;
-        }
+    for (int64_t r = ds4_thread_x(); r < SS; r += ds4_block_dim_x()) {
+        m[r] = mix_value(part, part_ss, t, S, n_mix, r, n_hc * E, rms_eps);
     }
     ds4_sync_block();
-    collapse(w, X + t * n_hc * E, n_hc, E, e + t * E);
+    hc_split_from_mix(m, n_hc, scale, base, iters, hc_eps, sp, tmp);
+    for (int64_t k = ds4_thread_x(); k < SS; k += ds4_block_dim_x()) split[t * SS + k] = sp[k];
 }
+
+#define DS4_HC_MIX_SIG(T)                                                                                        \
+    template __global__ void ds4_hc_mix_partial_kernel<T>(const uint8_t*, uint64_t, int, int64_t, int64_t,        \
+                                                          const float*, int, const uint64_t*, float*, double*);
+DS4_GPU_FOR_EACH_TYPE(DS4_HC_MIX_SIG)
 
 #if DS4_GPU_HOST_CODE
 #include <string>
@@ -141,23 +239,61 @@ static dim3 tokens_by_slices(int64_t E, int64_t n_tokens, const char* op) {
     return dim3((unsigned)n_tokens, (unsigned)(slices > 0 ? slices : 1));
 }
 
-void launch_hc_pre_split(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, int64_t n_mix,
-                         const float* scale, const float* base, int64_t iters, double hc_eps, float* u, double* split,
-                         void* s) {
-    check_hc(n_hc, "hc_pre");
+int64_t hc_mix_slices(int64_t F) { return (F + kMixSlice - 1) / kMixSlice; }
+
+namespace {
+template <uint32_t T>
+void launch_mix_partial(const uint8_t* fn, uint64_t row_bytes, int64_t F, int64_t n_mix, const float* X,
+                        int64_t n_tokens, const uint64_t* grid, float* part, double* part_ss, void* s) {
+    const int wide = dot_wide<T>(fn, row_bytes);
+    const int x4 = dot_x_aligned(X, F);
+    ds4_launch(ds4_hc_mix_partial_kernel<T>, dim3((unsigned)hc_mix_slices(F), (unsigned)n_tokens), dim3(kMixThreads), s,
+               fn, row_bytes, wide, F, n_mix, X, x4, grid, part, part_ss);
+    DS4_GPU_CHECK_LAUNCH("ds4_hc_mix_partial_kernel");
+}
+}  // namespace
+
+void launch_hc_mix_partial(uint32_t type, const uint8_t* fn, uint64_t row_bytes, int64_t F, int64_t n_mix,
+                           const float* X, int64_t n_tokens, const uint64_t* grid, float* part, double* part_ss,
+                           void* s) {
     if (n_tokens <= 0) return;
-    ds4_launch(ds4_hc_pre_kernel, tokens_by_slices(E, n_tokens, "hc_pre"), dim3(kThreads), s, mix, X, n_hc, E, n_mix, scale, base,
-               iters, hc_eps, u, split);
-    DS4_GPU_CHECK_LAUNCH("ds4_hc_pre_kernel");
+    if (hc_mix_slices(F) > 0x7fffffff || n_tokens > 65535) {
+        throw ArgumentError(DS4_GPU_WHO ": hyper-connection mix of " + std::to_string(n_tokens) + " tokens of " +
+                            std::to_string(F) + " values exceeds the launch grid");
+    }
+    switch (type) {
+#define DS4_CASE(T) \
+    case T: launch_mix_partial<T>(fn, row_bytes, F, n_mix, X, n_tokens, grid, part, part_ss, s); return;
+        DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
+#undef DS4_CASE
+        default:
+            throw UnsupportedError(DS4_GPU_WHO ": hyper-connection mix has no kernel for ggml type " +
+                                   std::to_string(type));
+    }
 }
 
-void launch_hc_head_collapse(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E,
-                             const float* scale, const float* base, double hc_eps, float* e, void* s) {
-    check_hc(n_hc, "hc_head");
+void launch_hc_collapse(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, const float* X,
+                        int64_t n_tokens, int64_t n_hc, int64_t E, const float* scale, const float* base,
+                        double hc_eps, float* out, void* s) {
+    check_hc(n_hc, "hc collapse");
     if (n_tokens <= 0) return;
-    ds4_launch(ds4_hc_head_kernel, tokens_by_slices(E, n_tokens, "hc_head"), dim3(kThreads), s, mix, X, n_hc, E, scale, base, hc_eps,
-               e);
-    DS4_GPU_CHECK_LAUNCH("ds4_hc_head_kernel");
+    ds4_launch(ds4_hc_collapse_kernel, tokens_by_slices(E, n_tokens, "hc collapse"), dim3(kThreads), s, part, part_ss,
+               hc_mix_slices(n_hc * E), n_mix, rms_eps, X, n_hc, E, scale, base, hc_eps, out);
+    DS4_GPU_CHECK_LAUNCH("ds4_hc_collapse_kernel");
+}
+
+void launch_hc_split(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, int64_t n_tokens,
+                     int64_t n_hc, int64_t E, const float* scale, const float* base, int64_t iters, double hc_eps,
+                     double* split, void* s) {
+    check_hc(n_hc, "hc_pre");
+    if (n_tokens <= 0) return;
+    if (n_mix < 2 * n_hc + n_hc * n_hc) {
+        throw ArgumentError(DS4_GPU_WHO ": hc_pre: " + std::to_string(n_mix) + " mix values, the split of " +
+                            std::to_string(n_hc) + " streams needs " + std::to_string(2 * n_hc + n_hc * n_hc));
+    }
+    ds4_launch(ds4_hc_split_kernel, dim3((unsigned)n_tokens), dim3(kThreads), s, part, part_ss,
+               hc_mix_slices(n_hc * E), n_mix, rms_eps, n_hc, E, scale, base, iters, hc_eps, split);
+    DS4_GPU_CHECK_LAUNCH("ds4_hc_split_kernel");
 }
 
 }  // namespace gpu

@@ -21,10 +21,12 @@ bool matmul_type_supported(uint32_t type);
 // starts at W + r * row_bytes. Float accumulation; every column is reduced exactly as it
 // would be with ncols = 1 (gpu_dot.h says how). tensor_rows: the rows of the whole tensor
 // (the reduction's lane count is chosen from it, so a row's result does not depend on which
-// rows one call computes). grid: the IQ2_XXS codebook on the device.
+// rows one call computes). grid: the IQ2_XXS codebook on the device. x_group_rows > 0: rows
+// g * x_group_rows .. + x_group_rows read X + g * x_group_stride instead (a grouped matmul in
+// one launch, each row's bits those of its own group's call).
 void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows,
                    int64_t tensor_rows, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy,
-                   const uint64_t* grid, void* stream);
+                   const uint64_t* grid, void* stream, int64_t x_group_rows = 0, int64_t x_group_stride = 0);
 // Lanes per row (32 .. 256) of gpu_dot.h's reduction for a matrix of `rows` rows of n_in.
 int dot_lanes(int64_t rows, int64_t n_in);
 // Whether a matrix of `rows` rows (the tensor's; times the experts a token uses for moe) runs
@@ -58,12 +60,24 @@ void launch_route(const float* logits, const int32_t* tokens, int64_t n, int64_t
                   const int32_t* hash, int64_t hash_rows, int64_t hash_stride, const float* bias, bool normalise,
                   double scale, int32_t* experts, float* weights, int* fault, void* s);
 
-// ---- gpu_hc.cu ---- (mix: [n_tokens][n_mix] logits, from rms_norm + matmul)
-void launch_hc_pre_split(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, int64_t n_mix,
-                         const float* scale, const float* base, int64_t iters, double hc_eps, float* u, double* split,
-                         void* s);
-void launch_hc_head_collapse(const float* mix, const float* X, int64_t n_tokens, int64_t n_hc, int64_t E,
-                             const float* scale, const float* base, double hc_eps, float* e, void* s);
+// ---- gpu_hc.cu ----
+// The mix logits m = fn . N(flatten X) in two steps: hc_mix_partial writes, per token and
+// slice of the F = n_hc * E inputs (hc_mix_slices(F) of them), each row's dot with the raw X
+// (part: [n_tokens][n_mix][slices] floats) and the slice's sum of squares (part_ss:
+// [n_tokens][slices] doubles); the consumers add the slices in order and scale by the norm.
+int64_t hc_mix_slices(int64_t F);
+void launch_hc_mix_partial(uint32_t type, const uint8_t* fn, uint64_t row_bytes, int64_t F, int64_t n_mix,
+                           const float* X, int64_t n_tokens, const uint64_t* grid, float* part, double* part_ss,
+                           void* s);
+// out_t = sum_h w_h X_t,h with w_h = sigmoid(scale0 m_h + base_h) + eps from the first n_hc mix
+// values: hc_pre's u (w = pre) and hc_head's e.
+void launch_hc_collapse(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, const float* X,
+                        int64_t n_tokens, int64_t n_hc, int64_t E, const float* scale, const float* base,
+                        double hc_eps, float* out, void* s);
+// split: [n_tokens][2 n_hc + n_hc^2] doubles, pre, post and the Sinkhorn matrix (cpu_hc.cpp's).
+void launch_hc_split(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, int64_t n_tokens,
+                     int64_t n_hc, int64_t E, const float* scale, const float* base, int64_t iters, double hc_eps,
+                     double* split, void* s);
 
 // ---- gpu_moe.cu ----
 struct MoeMats {
@@ -88,7 +102,11 @@ struct MoeLaunch {
     const uint64_t* grid = nullptr;
     int* fault = nullptr;
 };
-void launch_moe(const MoeLaunch& a, void* s);
+// The three parts of moe: the plan and the routed experts (into out), the shared expert (into
+// out_sh; needs only h, so it may run on another stream), then y = the weighted sum (after both).
+void launch_moe_routed(const MoeLaunch& a, void* s);
+void launch_moe_shared(const MoeLaunch& a, void* s);
+void launch_moe_combine(const MoeLaunch& a, void* s);
 
 // ---- gpu_state.cu ----
 void launch_kv_store(const float* kv, int64_t n, int64_t D, int64_t p0, int64_t ring_rows, uint16_t* ring, void* s);
@@ -113,9 +131,16 @@ struct AttnKeys {
     const float* rows = nullptr;  // rows mode (ring == null): T float rows
     int64_t T = 0;
 };
-// scores: scratch of n * n_head * ld_scores doubles, ld_scores >= the most keys a token sees.
+// Scratch doubles attention needs for n tokens of n_head heads of D that see at most `most`
+// keys: the scores (and chunk maxima), and the per-chunk partial sums of the chunked schedule.
+struct AttnScratch {
+    int64_t scores = 0, part = 0;
+};
+AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most);
+// scores, part: scratch of attention_scratch(...).scores and .part doubles.
 void launch_attention(const AttnKeys& k, int64_t p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
-                      const float* sinks, const RopeSpec& rope, double* scores, int64_t ld_scores, float* O, void* s);
+                      const float* sinks, const RopeSpec& rope, int64_t most, double* scores, double* part, float* O,
+                      void* s);
 // scores / flags: scratch of n * ld, ld >= the most rows a token sees.
 void launch_indexer_select(const uint16_t* idx_rows, int64_t p0, const float* q, const float* w, int64_t n,
                            int64_t n_head, int64_t d, int64_t top_k, double* scores, int32_t* flags, int64_t ld,

@@ -16,18 +16,20 @@ constexpr int kCols = 8;  // the widest column batch (a verify of width 8 is one
 }  // namespace
 
 // Block (b, g): R consecutive rows per group of L lanes, kDotBlock / L groups, for columns
-// c0 + g * NC .. + nc.
+// c0 + g * NC .. + nc. Rows r of x group r / x_group_rows read their columns from X + that
+// group times x_group_stride (a grouped matmul in one launch; x_group_rows is a multiple of R).
 template <int NC, int R, uint32_t TYPE>
 __global__ void DS4_DOT_BOUNDS ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X,
                                   int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int L, int wide,
-                                  int x4) {
+                                  int x4, int64_t x_group_rows, int64_t x_group_stride) {
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, R);
     const int c_first = (int)ds4_block_y() * NC;
     const int nc = ncols - c_first < NC ? ncols - c_first : NC;
+    const float* Xg = X + (r0 < n_rows ? r0 / x_group_rows : 0) * x_group_stride;
     const float* x[NC];
-    for (int c = 0; c < NC; ++c) x[c] = X + (int64_t)(c_first + (c < nc ? c : 0)) * ldx;
+    for (int c = 0; c < NC; ++c) x[c] = Xg + (int64_t)(c_first + (c < nc ? c : 0)) * ldx;
     const uint8_t* rows[R];  // rows past the matrix repeat its last row; their sums are dropped
     for (int r = 0; r < R; ++r) rows[r] = W + (uint64_t)(r0 + r < n_rows ? r0 + r : n_rows - 1) * row_bytes;
     float acc[R * NC], out[R * NC];
@@ -47,7 +49,8 @@ __global__ void DS4_DOT_BOUNDS ds4_matmul_kernel(const uint8_t* W, uint64_t row_
 // sees the host launcher) still emits each kernel.
 #define DS4_MATMUL_SIG(NC, R, T)                                                                                   \
     template __global__ void ds4_matmul_kernel<NC, R, T>(const uint8_t*, uint64_t, int64_t, int64_t, const float*,    \
-                                                         int64_t, int, float*, int64_t, const uint64_t*, int, int, int);
+                                                         int64_t, int, float*, int64_t, const uint64_t*, int, int, int, \
+                                                         int64_t, int64_t);
 #define DS4_MATMUL_NC(NC, T) DS4_MATMUL_SIG(NC, 1, T) DS4_MATMUL_SIG(NC, max_group_rows<NC>(), T)
 #define DS4_MATMUL_INSTANCES(T) DS4_MATMUL_NC(1, T) DS4_MATMUL_NC(2, T) DS4_MATMUL_NC(4, T) DS4_MATMUL_NC(8, T)
 using ds4::gpu::max_group_rows;
@@ -68,7 +71,7 @@ namespace gpu {
 namespace {
 
 using MatmulKernel = void (*)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
-                             const uint64_t*, int, int, int);
+                             const uint64_t*, int, int, int, int64_t, int64_t);
 
 // The kernel for NC columns with R = 1 or max_group_rows<NC>() rows per group.
 template <int NC, uint32_t T>
@@ -79,17 +82,21 @@ MatmulKernel kernel_for(bool many, int* R) {
 
 template <uint32_t T>
 void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, int64_t tensor_rows, const float* X,
-                 int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, void* s) {
+                 int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int64_t x_group_rows,
+                 int64_t x_group_stride, void* s) {
     const int L = dot_lanes(tensor_rows, n);
-    const int wide = dot_wide<T>(W, row_bytes);
-    const int x4 = dot_x_aligned(X, ldx);
     const int NC = ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols;  // 1, 2, 4 or 8: the narrowest that holds ncols
-    const bool many = row_groups_for(tensor_rows);
+    // A group of R rows reads one x group, so R must divide a grouped call's x groups.
+    const int R_many = NC == 1 ? max_group_rows<1>() : max_group_rows<kCols>();
+    const bool many = row_groups_for(tensor_rows) && (x_group_rows == n_rows || x_group_rows % R_many == 0);
+    const int wide = dot_wide<T>(W, row_bytes);
+    const int x4 = dot_x_aligned(X, ldx) && dot_x_aligned(X, x_group_stride);
     int R = 1;
     const MatmulKernel k = NC == 1 ? kernel_for<1, T>(many, &R) : NC == 2 ? kernel_for<2, T>(many, &R)
                          : NC == 4 ? kernel_for<4, T>(many, &R) : kernel_for<8, T>(many, &R);
     const dim3 g(dot_row_blocks(n_rows, L, R), (unsigned)((ncols + NC - 1) / NC));
-    ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4);
+    ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4,
+               x_group_rows, x_group_stride);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
 }
 
@@ -105,10 +112,12 @@ bool row_groups_for(int64_t rows) {
 }
 
 int dot_lanes(int64_t rows, int64_t n_in) {
-    // Enough groups to keep every multiprocessor streaming (about 2048 blocks' worth of
-    // rows), but at least four chunks of 8 for every lane.
+    // About 256 blocks' worth of rows (at least 32 lanes a row), but at least four chunks of 8
+    // for every lane. Fewer lanes give each more chunks in flight and a shorter final tree; on
+    // the H200 decode went from 279 tok/s (2048 blocks' worth) to 292 (512) and 295 (256), and
+    // prefill from 752 to 820 tok/s (2026-12-01, reports/examples/gpu-speed-h200 run 10).
     int L = 32;
-    while (L < kDotBlock && (int64_t)L * rows < (int64_t)kDotBlock * 2048) L *= 2;
+    while (L < kDotBlock && (int64_t)L * rows < (int64_t)kDotBlock * 256) L *= 2;
     while (L > 32 && (int64_t)L * 4 * kChunk > n_in) L /= 2;
     return L;
 }
@@ -125,15 +134,19 @@ bool matmul_type_supported(uint32_t type) {
 
 void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows,
                    int64_t tensor_rows, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy,
-                   const uint64_t* grid, void* stream) {
+                   const uint64_t* grid, void* stream, int64_t x_group_rows, int64_t x_group_stride) {
     if (n_rows <= 0 || ncols <= 0) return;
+    if (x_group_rows <= 0) x_group_rows = n_rows, x_group_stride = 0;  // one x for every row
     if (n_rows > 0x7fffffff || ncols / kCols > 65535) {
         throw ArgumentError(DS4_GPU_WHO ": matmul of " + std::to_string(n_rows) + " rows x " +
                             std::to_string(ncols) + " columns exceeds the launch grid");
     }
     switch (type) {
 #define DS4_CASE(T) \
-    case T: launch_type<T>(W, row_bytes, n_in, n_rows, tensor_rows, X, ldx, ncols, Y, ldy, grid, stream); return;
+    case T:                                                                                                        \
+        launch_type<T>(W, row_bytes, n_in, n_rows, tensor_rows, X, ldx, ncols, Y, ldy, grid, x_group_rows,         \
+                       x_group_stride, stream);                                                                    \
+        return;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
         default:

@@ -327,7 +327,7 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
 
 }  // namespace
 
-void launch_moe(const MoeLaunch& a, void* s) {
+void launch_moe_routed(const MoeLaunch& a, void* s) {
     if (a.n_tokens <= 0) return;
     const int64_t n_pairs = a.n_tokens * a.K;
     if (a.n_expert > kPlanMaxExperts) {
@@ -347,12 +347,20 @@ void launch_moe(const MoeLaunch& a, void* s) {
     gate_up(gu, slots, s, a.exp.gate, a.exp.up, a.h, a.active, a.n_active, a.count, a.start, a.tok_of, a.n_tokens,
             a.clamp, a.act, a.grid);
     down(dn, slots, s, a.exp.down, a.act, a.active, a.n_active, a.count, a.start, a.n_tokens, a.out, a.grid);
-    // The shared expert: one group, column c = token c.
+}
+
+void launch_moe_shared(const MoeLaunch& a, void* s) {
+    if (a.n_tokens <= 0) return;
+    // One group, column c = token c.
     const ExpertMatrix sgu = expert_matrix(a.sh.type, a.sh.F, a.E, 1, a.sh.gate_up_row_bytes, 0, a.sh.gate);
     const ExpertMatrix sdn = expert_matrix(a.sh.down_type, a.E, a.sh.F, 1, a.sh.down_row_bytes, 0, a.sh.down);
     gate_up(sgu, 1, s, a.sh.gate, a.sh.up, a.h, nullptr, nullptr, nullptr, nullptr, nullptr, a.n_tokens,
             a.clamp_shared, a.act_sh, a.grid);
     down(sdn, 1, s, a.sh.down, a.act_sh, nullptr, nullptr, nullptr, nullptr, a.n_tokens, a.out_sh, a.grid);
+}
+
+void launch_moe_combine(const MoeLaunch& a, void* s) {
+    if (a.n_tokens <= 0) return;
     const int64_t work = a.n_tokens * a.E;
     ds4_launch(ds4_moe_combine_kernel, dim3((unsigned)((work + 127) / 128)), dim3(128), s, a.out, a.out_sh, a.col_of,
                a.weights, a.n_tokens, a.K, a.E, a.y);

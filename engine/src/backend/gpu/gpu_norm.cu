@@ -3,12 +3,13 @@
 // rms_norm: one thread block per row (512 threads: a decode step normalises single rows of
 // up to 16K values, and a small block left them waiting on one load after another). Thread t
 // sums x[i]^2 for i = t, t + T, ... in double
-// (each float square is exact in double), then the T partial sums are added in a fixed
-// shared-memory tree; the scale 1 / sqrt(ss / n + eps) and y = x * s * w are formed in
+// (each float square is exact in double), then the T partial sums are added in gpu_tree.h's
+// fixed tree; the scale 1 / sqrt(ss / n + eps) and y = x * s * w are formed in
 // double as the CPU backend does. Only the order of the (exact-product) double sum
 // differs from the CPU's, so results match it to within a float rounding flip, and a
 // row's result does not depend on how many rows are normalised together.
 #include "backend/gpu/gpu_compat.h"
+#include "backend/gpu/gpu_tree.h"
 #include "core/numerics.h"
 
 #include <stdint.h>
@@ -29,11 +30,7 @@ extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, i
 #pragma unroll 4
     for (int64_t i = t; i < n; i += kNormThreads) ss += (double)xr[i] * (double)xr[i];  // loads ahead of the adds
     part[t] = ss;
-    ds4_sync_block();
-    for (int s = kNormThreads / 2; s > 0; s >>= 1) {
-        if (t < s) part[t] += part[t + s];
-        ds4_sync_block();
-    }
+    ds4::gpu::tree_reduce<1>(part, 0, 0, t, kNormThreads);
     if (t == 0) scale = 1.0 / ds4::num::sqrt_f64(part[0] / (double)n + eps);
     ds4_sync_block();
     const double s = scale;

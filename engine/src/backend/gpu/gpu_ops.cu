@@ -12,6 +12,7 @@
 namespace {
 [[maybe_unused]] constexpr int kThreads = 128;  // the launchers' block size (unused in the device pass)
 constexpr int kMaxIdxDim = 1024;  // indexer row length one block transforms in shared memory
+constexpr int64_t kRopeRows = 8;  // rows of a token one rope_tail block rotates
 constexpr double kMoeWeightSumFloor = 6.103515625e-5;  // as cpu_route.cpp
 constexpr int kRouteMaxExperts = 2048;  // biased routing scores one block holds (the launcher checks)
 [[maybe_unused]] constexpr int kRouteThreads = 256;
@@ -45,14 +46,17 @@ __global__ void ds4_embed_kernel(const uint8_t* table, uint64_t row_bytes, int64
 DS4_GPU_FOR_EACH_TYPE(DS4_EMBED_INSTANCE)
 
 // Block i: every row of token i rotated at pos0 + i.
+// Block (i, g): rows g * kRopeRows .. of token i (the angles once per block; 64 query heads on
+// one block had kept it busy with their pairs long after the angles).
 extern "C" __global__ void ds4_rope_tail_kernel(float* x, int64_t rows_per_token, int64_t row_len, int64_t pos0,
                                                 ds4::RopeSpec spec, int inverse) {
     __shared__ double cs[ds4::gpu::kRopeShared];
-    const int64_t i = ds4_block_x();
+    const int64_t i = ds4_block_x(), r0 = (int64_t)ds4_block_y() * kRopeRows;
+    const int64_t rows = rows_per_token - r0 < kRopeRows ? rows_per_token - r0 : kRopeRows;
     ds4::gpu::rope_cos_sin_block((double)(pos0 + i), spec, cs);
     const int64_t half = spec.n_rot / 2;
-    for (int64_t k = ds4_thread_x(); k < rows_per_token * half; k += ds4_block_dim_x()) {
-        float* row = x + (i * rows_per_token + k / half) * row_len;
+    for (int64_t k = ds4_thread_x(); k < rows * half; k += ds4_block_dim_x()) {
+        float* row = x + (i * rows_per_token + r0 + k / half) * row_len;
         ds4::gpu::rope_pair(row, row_len, spec.n_rot, cs, k % half, inverse != 0);
     }
 }
@@ -207,9 +211,14 @@ void launch_embed(uint32_t type, const uint8_t* table, uint64_t row_bytes, int64
 
 void launch_rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
                       const RopeSpec& spec, bool inverse, void* s) {
-    if (n_tokens <= 0 || spec.n_rot <= 0) return;
-    ds4_launch(ds4_rope_tail_kernel, dim3((unsigned)n_tokens), dim3(kThreads), s, x, rows_per_token, row_len, pos0,
-               spec, inverse ? 1 : 0);
+    if (n_tokens <= 0 || spec.n_rot <= 0 || rows_per_token <= 0) return;
+    const int64_t groups = (rows_per_token + kRopeRows - 1) / kRopeRows;
+    if (n_tokens > 0x7fffffff || groups > 65535) {
+        throw ArgumentError(DS4_GPU_WHO ": rope_tail of " + std::to_string(n_tokens) + " tokens x " +
+                            std::to_string(rows_per_token) + " rows exceeds the launch grid");
+    }
+    ds4_launch(ds4_rope_tail_kernel, dim3((unsigned)n_tokens, (unsigned)groups), dim3(kThreads), s, x, rows_per_token,
+               row_len, pos0, spec, inverse ? 1 : 0);
     DS4_GPU_CHECK_LAUNCH("ds4_rope_tail_kernel");
 }
 

@@ -24,6 +24,8 @@ using ds4_gpu_device_prop_t = hipDeviceProp_t;
 #define ds4GpuMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define ds4GpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 #define ds4GpuStreamNonBlocking hipStreamNonBlocking
+#define ds4GpuEventDisableTiming hipEventDisableTiming
+using ds4_gpu_event_t = hipEvent_t;
 #define ds4GpuErrorInvalidValue hipErrorInvalidValue
 #define ds4GpuErrorInvalidDevicePointer hipErrorInvalidDevicePointer
 #define ds4GpuErrorInvalidConfiguration hipErrorInvalidConfiguration
@@ -38,6 +40,8 @@ using ds4_gpu_device_prop_t = cudaDeviceProp;
 #define ds4GpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define ds4GpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define ds4GpuStreamNonBlocking cudaStreamNonBlocking
+#define ds4GpuEventDisableTiming cudaEventDisableTiming
+using ds4_gpu_event_t = cudaEvent_t;
 #define ds4GpuErrorInvalidValue cudaErrorInvalidValue
 #define ds4GpuErrorInvalidDevicePointer cudaErrorInvalidDevicePointer
 #define ds4GpuErrorInvalidConfiguration cudaErrorInvalidConfiguration

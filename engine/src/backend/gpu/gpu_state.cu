@@ -5,6 +5,7 @@
 // earlier window still reads (rows = window + max_rewind >= window + max_block).
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_math.h"
+#include "backend/gpu/gpu_tree.h"
 
 #include <stdint.h>
 
@@ -48,25 +49,32 @@ extern "C" __global__ void ds4_compress_rows_kernel(int64_t q_first, int64_t rat
     __shared__ double had[kMaxRowDim];
     const int t = (int)ds4_thread_x();
     const int64_t q = q_first + (int64_t)ds4_block_x() * ratio, first = q - window + 1;
+    // The ring slot of position first + c is stepped, not divided for: a 64-bit remainder per
+    // load had cost most of the kernel (47 us a row at ratio 128 on the H200).
+    const int64_t slot0 = (first % rows + rows) % rows;
     for (int64_t j = t; j < Dc; j += kPoolThreads) {
         // Candidate c is position first + c; ratio 4 pools the previous window (c < 4) at
         // column j and the current one at column Dc + j. Two passes: the max, then the sums.
         double mx = 0.0;
+        int64_t slot = slot0;
 #pragma unroll 8
         for (int64_t c = 0; c < window; ++c) {
             const int64_t p = first + c, col = (ratio == 4 && c >= 4) ? Dc + j : j;
-            const double sc = p < 0 ? (double)kScoreInit : (double)ring_score[(p % rows) * W + col];
+            const double sc = p < 0 ? (double)kScoreInit : (double)ring_score[slot * W + col];
             mx = c == 0 ? sc : ds4::num::max_f64(mx, sc);
+            slot = slot + 1 == rows ? 0 : slot + 1;
         }
         double den = 0.0, num = 0.0;
+        slot = slot0;
 #pragma unroll 8
         for (int64_t c = 0; c < window; ++c) {
             const int64_t p = first + c, col = (ratio == 4 && c >= 4) ? Dc + j : j;
-            const double sc = p < 0 ? (double)kScoreInit : (double)ring_score[(p % rows) * W + col];
-            const double v = p < 0 ? 0.0 : (double)ring_kv[(p % rows) * W + col];
+            const double sc = p < 0 ? (double)kScoreInit : (double)ring_score[slot * W + col];
+            const double v = p < 0 ? 0.0 : (double)ring_kv[slot * W + col];
             const double e = ::exp(sc - mx);
             den += e;
             num += e * v;
+            slot = slot + 1 == rows ? 0 : slot + 1;
         }
         row[j] = (float)(num / den);
     }
@@ -75,11 +83,7 @@ extern "C" __global__ void ds4_compress_rows_kernel(int64_t q_first, int64_t rat
     double ss = 0.0;
     for (int64_t j = t; j < Dc; j += kPoolThreads) ss += (double)row[j] * (double)row[j];
     red[t] = ss;
-    ds4_sync_block();
-    for (int s = kPoolThreads / 2; s > 0; s >>= 1) {
-        if (t < s) red[t] += red[t + s];
-        ds4_sync_block();
-    }
+    ds4::gpu::tree_reduce<1>(red, 0, 0, t, kPoolThreads);
     const double sc = 1.0 / ds4::num::sqrt_f64(red[0] / (double)Dc + eps);
     ds4_sync_block();
     for (int64_t j = t; j < Dc; j += kPoolThreads) row[j] = (float)((double)row[j] * sc * (double)norm[j]);
