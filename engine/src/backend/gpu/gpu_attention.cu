@@ -23,7 +23,6 @@
 namespace {
 constexpr int kThreads = 256;
 constexpr int kOutPerThread = 2;  // head_dim <= kThreads * kOutPerThread (the launcher checks)
-constexpr int kKeyTile = 256;     // keys whose row pointers a block holds at once
 constexpr int kDotLanes = 16;       // attn_dot's lanes
 constexpr int kLanesPerThread = 4;  // consecutive lanes a thread holds: elements 16m + 4g .. + 4
 constexpr int kDotThreads = kDotLanes / kLanesPerThread;  // threads that score one key
@@ -189,7 +188,7 @@ __device__ inline Head head_of(const Keys& keys, int64_t b, int64_t p0, const fl
     hd.T = hd.tk.nwin + hd.tk.ncomp;
     return hd;
 }
-__device__ inline int64_t chunks_of(int64_t T) { return (T + kChunkKeys - 1) / kChunkKeys; }
+__host__ __device__ inline int64_t chunks_of(int64_t T) { return (T + kChunkKeys - 1) / kChunkKeys; }
 __device__ inline const void* key_row_of(const Keys& keys, const TokenKeys& tk, int64_t k, int64_t D) {
     return keys.ring ? (const void*)tk.f16_row(k, D) : (const void*)(keys.rows + k * D);
 }
@@ -400,11 +399,10 @@ namespace gpu {
 
 namespace {
 constexpr int64_t kSplitTokens = 16;  // calls of up to this many tokens run a block per chunk
-int64_t host_chunks(int64_t most) { return (most + kChunkKeys - 1) / kChunkKeys; }
 }  // namespace
 
 AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most) {
-    const int64_t nch = host_chunks(most), rows = n * n_head;
+    const int64_t nch = chunks_of(most), rows = n * n_head;
     AttnScratch a;
     a.scores = rows * (most + nch);
     a.part = n <= kSplitTokens ? rows * nch * (D + 2) : 0;
@@ -423,7 +421,7 @@ void launch_attention(const AttnKeys& k, int64_t p0, int64_t n, const float* Q, 
         throw ArgumentError(DS4_GPU_WHO ": attention: head_dim " + std::to_string(D) + " > " +
                             std::to_string(kThreads * kOutPerThread));
     }
-    const int64_t nch = host_chunks(most), ld = most + nch, rows = n * n_head;
+    const int64_t nch = chunks_of(most), ld = most + nch, rows = n * n_head;
     if (rows > 0x7fffffff || nch > 65535) {
         throw ArgumentError(DS4_GPU_WHO ": attention: " + std::to_string(rows) + " heads x " + std::to_string(most) +
                             " keys exceed the launch grid");
