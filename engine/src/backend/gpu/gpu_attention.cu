@@ -241,7 +241,8 @@ __device__ inline double chunk_values(const Keys& keys, const Head& hd, int64_t 
             return (double)ds4::gpu::f16_bits_to_f32(((const uint16_t*)row)[j]);
         });
     } else {
-        tile_outputs(key_row, key_w, kt, D, acc, [](const void* row, int64_t j) { return (double)((const float*)row)[j]; });
+        tile_outputs(key_row, key_w, kt, D, acc,
+                     [](const void* row, int64_t j) { return (double)((const float*)row)[j]; });
     }
     ds4_sync_block();  // *l is visible; key_row and key_w are reused
     return *l;

@@ -4,9 +4,9 @@
 // are asynchronous and synchronize() waits for all of them. One side stream (run_beside):
 // hc_pre's Sinkhorn, which only hc_post reads, runs there beside the attention or experts
 // between them, and moe's shared expert beside the routed ones (fork and join by events;
-// download, synchronize and the next use of the scratch join it too). Every operation of the seam is
-// here; a weight type without a kernel throws UnsupportedError naming the operation and
-// the tensor (no silent CPU fallback).
+// download, synchronize and the next use of the scratch join it too). Every operation of the
+// seam is here; a weight type without a kernel throws UnsupportedError naming the operation
+// and the tensor (no silent CPU fallback).
 //
 // Threads: calls from several host threads (two sessions) enqueue on the one stream,
 // which the runtime allows; each session's calls stay in its own issue order.
