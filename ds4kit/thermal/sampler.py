@@ -92,3 +92,15 @@ def read_samples(path: str | os.PathLike) -> list[dict[str, Any]]:
     from ds4kit.reports.jsonl import read_jsonl_objects
 
     return read_jsonl_objects(path)
+
+
+def missed_ticks(samples: list[dict[str, Any]], interval: float) -> int:
+    """Ticks of the sampling grid that have no sample, read back from the timestamps: those
+    before the first sample (its t counts from the sampler's start, the grid's first tick; a
+    slow start under load had gone uncounted) and those inside the gaps of samples that overran."""
+    if not samples:
+        return 0
+    ts = [float(x["t"]) for x in samples]
+    before = max(0, round(ts[0] / interval))
+    return before + sum(max(0, round((b - a) / interval) - 1) for a, b in zip(ts, ts[1:]))
+

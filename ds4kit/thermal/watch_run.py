@@ -8,7 +8,7 @@ from typing import Any
 
 from ds4kit.reports import atomic_write_text, start_run
 from ds4kit.thermal.csv_out import samples_csv
-from ds4kit.thermal.sampler import Sampler, read_samples
+from ds4kit.thermal.sampler import Sampler, missed_ticks, read_samples
 from ds4kit.thermal.sensors import SOURCES, discover
 from ds4kit.thermal.summary import summary_markdown, telemetry_results
 from ds4kit.thermal.throttle import ThrottleParams
@@ -58,9 +58,7 @@ def run_watch(argv: list[str] | None, config: WatchConfig, *, out: str | os.Path
                     "sysfs_root": str(sysfs_root), "sources": list(sources),
                 },
             }
-            gaps = [b["t"] - a["t"] for a, b in zip(samples, samples[1:])]
-            # Ticks the grid skipped (a sample that overran), read back from the timestamps.
-            ticker_missed = sum(max(0, round(g / config.interval) - 1) for g in gaps)
+            ticker_missed = missed_ticks(samples, config.interval)
             results.update(telemetry_results(discovery, samples, interval=config.interval, missed_ticks=ticker_missed,
                                              temp_patterns=config.temp_patterns, warn_at=config.warn_at,
                                              abort_at=config.abort_at, throttle_params=throttle_params))

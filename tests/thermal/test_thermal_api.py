@@ -5,7 +5,7 @@ import pytest
 
 from ds4kit.reports import start_run
 from ds4kit.thermal import TelemetryRecorder
-from ds4kit.thermal.sampler import Ticker
+from ds4kit.thermal.sampler import Ticker, missed_ticks
 from thermal_fixtures import V2_2, FakeSysfs, blob, write_atomic
 
 
@@ -15,6 +15,15 @@ class FakeClock:
 
     def __call__(self):
         return self.now
+
+
+def test_missed_ticks_count_a_late_start_and_overruns():
+    # On time: none. First sample 0.4 s late on a 0.2 s grid: the ticks at 0 and 0.2 had none.
+    assert missed_ticks([{"t": 0.02}, {"t": 0.22}, {"t": 0.42}], 0.2) == 0
+    assert missed_ticks([{"t": 0.4}, {"t": 0.6}, {"t": 0.8}, {"t": 1.0}], 0.2) == 2
+    # A sample that overran by two ticks, after an on-time start.
+    assert missed_ticks([{"t": 0.0}, {"t": 0.2}, {"t": 0.8}], 0.2) == 2
+    assert missed_ticks([], 0.2) == 0
 
 
 def test_ticker_keeps_the_grid_and_skips_missed_ticks():
