@@ -248,6 +248,15 @@ __device__ inline double chunk_values(const Keys& keys, const Head& hd, int64_t 
     return *l;
 }
 
+// Chunk c's part of the combine, in chunk order: w = exp(m_c - M), den = fma(w, l_c, den) and
+// acc[jj] = fma(w, o_c[jj], acc[jj]) for the thread's outputs. Both schedules call it, so their
+// bits agree.
+__device__ inline void add_chunk(double m_c, double M, double l_c, const double* o_c, double* den, double* acc) {
+    const double w = ::exp(m_c - M);
+    *den = __builtin_fma(w, l_c, *den);
+    for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = __builtin_fma(w, o_c[jj], acc[jj]);
+}
+
 // o[j] = (float)(acc / den) for the thread's outputs, then the inverse RoPE of the row (cs:
 // the position's angles in shared memory).
 __device__ inline void finish_head(const double* acc, double den, const ds4::RopeSpec& rope, const double* cs,
@@ -286,9 +295,7 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
     double den = ::exp((double)sinks[hd.h] - M), acc[kOutPerThread] = {}, acc_c[kOutPerThread];
     for (int64_t c = 0; c < nch; ++c) {
         const double l = chunk_values(keys, hd, D, c, m[c], s, key_row, key_w, &l_s, acc_c);
-        const double w = ::exp(m[c] - M);
-        den = __builtin_fma(w, l, den);
-        for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = __builtin_fma(w, acc_c[jj], acc[jj]);
+        add_chunk(m[c], M, l, acc_c, &den, acc);
     }
     finish_head(acc, den, rope, cs, D, O + b * D);
 }
@@ -331,13 +338,13 @@ extern "C" __global__ void ds4_attention_combine_kernel(Keys keys, int64_t p0, c
     for (int64_t c = 0; c < used; ++c) M = ds4::num::max_f64(M, ml[2 * c]);
     double den = ::exp((double)sinks[hd.h] - M), acc[kOutPerThread] = {};
     for (int64_t c = 0; c < used; ++c) {
-        const double w = ::exp(ml[2 * c] - M);
-        den = __builtin_fma(w, ml[2 * c + 1], den);
         const double* o = part_o + (b * nch + c) * D;
+        double o_c[kOutPerThread];
         for (int jj = 0; jj < kOutPerThread; ++jj) {
             const int64_t j = ds4_thread_x() + (int64_t)jj * kThreads;
-            acc[jj] = __builtin_fma(w, j < D ? o[j] : 0.0, acc[jj]);
+            o_c[jj] = j < D ? o[j] : 0.0;
         }
+        add_chunk(ml[2 * c], M, ml[2 * c + 1], o_c, &den, acc);
     }
     finish_head(acc, den, rope, cs, D, O + b * D);
 }

@@ -476,8 +476,8 @@ public:
 private:
     // Scratch buffers by slot, grown as needed (a grow waits for the work that may read the old one).
     enum Slot {
-        kSlotHcNorm,
-        kSlotHcMix,
+        kSlotHcSumSq,
+        kSlotHcDots,
         kSlotMoePlan,
         kSlotMoeAct,
         kSlotMoeOut,
@@ -517,8 +517,8 @@ private:
         }
         check_matrix_type(fn, op);
         join_side();
-        double* ss = scratch<double>(kSlotHcNorm, n * S);
-        float* part = scratch<float>(kSlotHcMix, n * S * n_mix);
+        double* ss = scratch<double>(kSlotHcSumSq, n * S);
+        float* part = scratch<float>(kSlotHcDots, n * S * n_mix);
         const gpu::DeviceWeight& dw = weights().get(fn, op);
         gpu::launch_hc_mix_partial(fn.type, dw.data, fn.row_bytes, F, n_mix, X, n, grid_.get(), part, ss, stream_);
         return HcMix{part, ss, n_mix};

@@ -45,7 +45,6 @@ __global__ void ds4_embed_kernel(const uint8_t* table, uint64_t row_bytes, int64
                                                  float*, const uint64_t*, int*);
 DS4_GPU_FOR_EACH_TYPE(DS4_EMBED_INSTANCE)
 
-// Block i: every row of token i rotated at pos0 + i.
 // Block (i, g): rows g * kRopeRows .. of token i (the angles once per block; 64 query heads on
 // one block had kept it busy with their pairs long after the angles).
 extern "C" __global__ void ds4_rope_tail_kernel(float* x, int64_t rows_per_token, int64_t row_len, int64_t pos0,
