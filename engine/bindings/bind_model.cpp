@@ -310,6 +310,14 @@ void bind_model(py::module_& m) {
         .def_property_readonly("hparams", [](const Ds4Model& md) { return hparams_dict(md.hparams()); })
         .def_property_readonly("backend", [](const Ds4Model& md) { return md.backend().name(); })
         .def_property_readonly("backend_kind", [](const Ds4Model& md) { return md.backend().kind(); })
+        .def(
+            "backend_counters",
+            [](const Ds4Model& md) {
+                py::dict d;
+                for (const auto& kv : md.backend().counters()) d[py::str(kv.first)] = kv.second;
+                return d;
+            },
+            "Counts the backend keeps (a GPU's step graphs: steps issued, recorded, replayed); empty for the CPU")
         .def_property_readonly("threads", [](const Ds4Model& md) { return md.backend().n_threads(); })
         .def_property_readonly(
             "file_resident_bytes", [](const Ds4Model& md) { return md.file().bytes()->resident_bytes(); },

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dev_ptr.h"
@@ -252,6 +253,21 @@ public:
     // share an expert's matmul as columns, and y_i accumulates in k order, shared expert last.
     virtual void moe(const MoeWeights& mw, Dev<const float> h, int64_t n_tokens, Dev<const int32_t> experts,
                      Dev<const float> weights, int64_t n_used, double clamp, double clamp_shared, Dev<float> y) = 0;
+
+    // ---- Step graphs (optional: a backend may record a step once and replay it) ----
+    // A forward step: n tokens at p0.. of `st`, whose calls the caller issues between
+    // begin_step and end_step. `key` names everything the calls depend on besides positions
+    // and the state (the caller's buffers, its branches); two steps with one key, n and state
+    // differ only in positions. begin_step returns true when it replayed a recorded step for
+    // the key at p0 (the caller then issues none of the calls, only its own bookkeeping);
+    // false: the caller issues them, then end_step(ok) (ok false on an exception: a recording is
+    // dropped). Steps replay bitwise what their calls compute. The default records nothing.
+    virtual bool begin_step(SeqState& /*st*/, int64_t /*p0*/, int64_t /*n*/, const std::vector<int64_t>& /*key*/) {
+        return false;
+    }
+    virtual void end_step(bool /*ok*/) {}
+    // Counts a backend keeps about itself, by name (the GPU's: steps issued, recorded, replayed).
+    virtual std::vector<std::pair<std::string, int64_t>> counters() const { return {}; }
 
     // ---- Sequence state ----
     virtual std::unique_ptr<SeqState> new_seq_state(const SeqShape& shape) = 0;

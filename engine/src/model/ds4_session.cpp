@@ -1,6 +1,8 @@
 #include "model/ds4_session.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -32,6 +34,8 @@ int64_t checked_max_ctx(int64_t max_ctx) {
     return max_ctx;
 }
 
+std::atomic<uint64_t> next_session_uid{1};
+
 const bool kAllRows[Ds4Session::kBlock] = {true, true, true, true, true, true, true, true, true, true, true,
                                            true, true, true, true, true, true, true, true, true, true, true,
                                            true, true, true, true, true, true, true, true, true, true};
@@ -44,7 +48,8 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
       numerics_{opt.fp8_kv, opt.indexer_fp4},
       state_(model_->backend().new_seq_state(seq_shape(model_->hparams(), checked_max_ctx(opt.max_ctx)))),
       act_(model_->backend(), model_->hparams(), kBlock),
-      runner_(model_->backend(), model_->hparams(), clock_) {
+      runner_(model_->backend(), model_->hparams(), clock_),
+      uid_(next_session_uid++) {
     const Ds4Hparams& hp = model_->hparams();
     clock_.enabled = profile_from_env();
     tokens_.reserve((size_t)opt_.max_ctx);  // 4 bytes a position: no growth while feeding
@@ -124,6 +129,7 @@ void Ds4Session::reserve_logits_rows(int64_t rows) {
     if (logits_rows_ >= rows) return;
     logits_buf_ = model_->backend().alloc((size_t)(rows * model_->hparams().n_vocab) * sizeof(float));
     logits_rows_ = rows;
+    ++logits_generation_;
 }
 
 void Ds4Session::check_tokens(const int32_t* tokens, int64_t n) const {
@@ -183,12 +189,65 @@ std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool 
     return logits;
 }
 
+std::vector<int64_t> Ds4Session::step_key(int64_t p0, int64_t n) const {
+    // Everything the step's calls depend on besides positions and the state: this session's
+    // buffers (its id; the logits buffer's growths; which of X / X2 holds the streams), the
+    // options that pick calls, and the one branch positions take (the indexer, once a token
+    // sees more than top_k rows).
+    const Ds4Hparams& hp = model_->hparams();
+    return {(int64_t)uid_,
+            logits_generation_,
+            (int64_t)(uintptr_t)act_.X.get(),
+            numerics_.fp8_kv ? 1 : 0,
+            numerics_.indexer_fp4 ? 1 : 0,
+            (p0 + n) / 4 > hp.idx_top_k ? 1 : 0};
+}
+
 void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits) {
     check_tokens(tokens, n);
     const Ds4Hparams& hp = model_->hparams();
+    Backend& be = model_->backend();
+    const int64_t E = hp.n_embd, p0 = pos();
+    const int64_t n_cap = (int64_t)opt_.capture_layers.size(), ldc = n_cap * E;
+    const int64_t m = std::count(want_logits, want_logits + n, true);
+    // Sized for the most rows asked so far (decode and prefill need one, a verify up to
+    // kBlock): grows a few times per session, never per token.
+    if (m > 0) reserve_logits_rows(m);
+
+    be.upload(act_.tokens, tokens, n);
+    // Decode and verify (every token's logits) run as one backend step, which a GPU backend
+    // records once and replays for later steps of the same key.
+    const bool as_step = m == n;
+    if (!as_step || !be.begin_step(*state_, p0, n, step_key(p0, n))) {
+        try {
+            issue_forward(n, p0, want_logits, m);
+        } catch (...) {
+            if (as_step) be.end_step(false);
+            throw;
+        }
+        if (as_step) be.end_step(true);
+    }
+    state_->commit(n);
+    tokens_.insert(tokens_.end(), tokens, tokens + n);
+
+    const size_t off = logits.size();
+    if (m > 0) {
+        logits.resize(off + (size_t)(m * hp.n_vocab));
+        be.download(logits.data() + off, logits_buf_->as<const float>(), m * hp.n_vocab);
+    }
+    if (n_cap) {
+        const size_t c0 = captured_.size();
+        captured_.resize(c0 + (size_t)(n * ldc));
+        be.download(captured_.data() + c0, Dev<const float>(capture_buf_->as<float>()), n * ldc);
+    }
+    be.synchronize();
+}
+
+void Ds4Session::issue_forward(int64_t n, int64_t p0, const bool* want_logits, int64_t m) {
+    const Ds4Hparams& hp = model_->hparams();
     const Ds4Weights& w = model_->weights();
     Backend& be = model_->backend();
-    const int64_t E = hp.n_embd, HC = hp.n_hc, p0 = pos();
+    const int64_t E = hp.n_embd, HC = hp.n_hc;
     const int64_t n_cap = (int64_t)opt_.capture_layers.size(), ldc = n_cap * E;
     Dev<float> cap = capture_buf_ ? capture_buf_->as<float>() : Dev<float>();
     auto capture = [&](int64_t il, bool at_input) {
@@ -198,7 +257,6 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
         }
     };
 
-    be.upload(act_.tokens, tokens, n);
     runner_.embed(w, act_, n);
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const Ds4LayerWeights& lw = w.layers[(size_t)il];
@@ -209,33 +267,17 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
         runner_.ffn(lw, il, act_, n);
         capture(il, false);
     }
-    state_->commit(n);
-    tokens_.insert(tokens_.end(), tokens, tokens + n);
 
     // Output head on the tokens whose logits are wanted: all of them (decode, verify) in
     // place, else the wanted ones gathered into X2 (a prefill block's last token).
-    const int64_t m = std::count(want_logits, want_logits + n, true);
     if (m > 0 && m < n) {
         int64_t k = 0;
         for (int64_t i = 0; i < n; ++i) {
             if (want_logits[i]) be.copy(act_.X2 + (k++) * HC * E, act_.X + i * HC * E, HC * E);
         }
     }
-    const size_t off = logits.size();
-    if (m > 0) {  // a prefill block whose logits nobody reads skips the LM head
-        // Sized for the most rows asked so far (decode and prefill need one, a verify up to
-        // kBlock): grows a few times per session, never per token.
-        reserve_logits_rows(m);
-        runner_.head(w, m == n ? act_.X : act_.X2, act_, m, logits_buf_->as<float>());
-        logits.resize(off + (size_t)(m * hp.n_vocab));
-        be.download(logits.data() + off, logits_buf_->as<const float>(), m * hp.n_vocab);
-    }
-    if (n_cap) {
-        const size_t c0 = captured_.size();
-        captured_.resize(c0 + (size_t)(n * ldc));
-        be.download(captured_.data() + c0, Dev<const float>(cap), n * ldc);
-    }
-    be.synchronize();
+    // A prefill block whose logits nobody reads skips the LM head.
+    if (m > 0) runner_.head(w, m == n ? act_.X : act_.X2, act_, m, logits_buf_->as<float>());
 }
 
 }  // namespace ds4

@@ -108,6 +108,10 @@ private:
     // Runs tokens [0, n) (n <= kBlock) at positions pos().. and advances. Appends
     // the logits of tokens with want_logits[i] to logits (row-major, in token order).
     void forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits);
+    // The backend calls of that forward (embed, layers, head into logits_buf_), m wanted rows.
+    void issue_forward(int64_t n, int64_t p0, const bool* want_logits, int64_t m);
+    // What a recorded step of n tokens at p0 depends on (Backend::begin_step).
+    std::vector<int64_t> step_key(int64_t p0, int64_t n) const;
     void check_tokens(const int32_t* tokens, int64_t n) const;
 
     std::shared_ptr<const Ds4Model> model_;
@@ -119,6 +123,8 @@ private:
     Ds4BlockRunner runner_;
     std::unique_ptr<DeviceBuffer> logits_buf_, capture_buf_;
     int64_t logits_rows_ = 0;  // rows logits_buf_ holds
+    int64_t logits_generation_ = 0;  // times logits_buf_ was reallocated
+    uint64_t uid_;                   // unique per session object for the process
     std::vector<float> captured_;
     std::vector<int32_t> tokens_;
 };

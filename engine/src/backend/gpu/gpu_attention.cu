@@ -16,6 +16,7 @@
 #include "backend/gpu/gpu_math.h"  // before gpu_dequant.h: core/numerics.h needs its device libm
 #include "backend/gpu/gpu_dequant.h"
 #include "backend/gpu/gpu_dot.h"  // Float4
+#include "backend/gpu/gpu_step_pos.h"
 #include "backend/gpu/gpu_tree.h"
 
 #include <stdint.h>
@@ -273,15 +274,15 @@ __device__ inline void finish_head(const double* acc, double den, const ds4::Rop
 
 // One block per (token i, head h) = block i * n_head + h, every chunk in turn. scores: [n * n_head]
 // rows of ld_scores doubles of scratch, the scores from 0 and the chunk maxima from chunk_max_at.
-extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const float* Q, int64_t n_head, int64_t D,
-                                                const float* sinks, ds4::RopeSpec rope, double* scores,
+extern "C" __global__ void ds4_attention_kernel(Keys keys, ds4::gpu::StepPos pos, const float* Q, int64_t n_head,
+                                                int64_t D, const float* sinks, ds4::RopeSpec rope, double* scores,
                                                 int64_t ld_scores, int64_t chunk_max_at, int v4, float* O) {
     __shared__ double cs[ds4::gpu::kRopeShared];
     __shared__ double red[kThreads * kLanesPerThread];
     __shared__ double l_s;
     __shared__ const void* key_row[kChunkKeys];
     __shared__ double key_w[kChunkKeys];
-    const int64_t b = ds4_block_x();
+    const int64_t b = ds4_block_x(), p0 = ds4::gpu::pos_of(pos);
     const Head hd = head_of(keys, b, p0, Q, n_head, D);
     double* s = scores + b * ld_scores;
     double* m = s + chunk_max_at;
@@ -302,15 +303,15 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, int64_t p0, const flo
 
 // Block (i * n_head + h, c): chunk c of that head, its o_c, m_c and l_c into part_o [block][nch][D]
 // and part_ml [block][nch][2] (nch: the chunks of the call's longest token).
-extern "C" __global__ void ds4_attention_chunk_kernel(Keys keys, int64_t p0, const float* Q, int64_t n_head,
-                                                      int64_t D, double* scores, int64_t ld_scores, int64_t nch,
-                                                      int v4, double* part_o, double* part_ml) {
+extern "C" __global__ void ds4_attention_chunk_kernel(Keys keys, ds4::gpu::StepPos pos, const float* Q,
+                                                      int64_t n_head, int64_t D, double* scores, int64_t ld_scores,
+                                                      int64_t nch, int v4, double* part_o, double* part_ml) {
     __shared__ double red[kThreads * kLanesPerThread];
     __shared__ double l_s;
     __shared__ const void* key_row[kChunkKeys];
     __shared__ double key_w[kChunkKeys];
     const int64_t b = ds4_block_x(), c = ds4_block_y();
-    const Head hd = head_of(keys, b, p0, Q, n_head, D);
+    const Head hd = head_of(keys, b, ds4::gpu::pos_of(pos), Q, n_head, D);
     if (c >= chunks_of(hd.T)) return;  // the whole block: past this token's keys
     double* s = scores + b * ld_scores;
     const double m_c = chunk_scores(keys, hd, D, v4 != 0, c, s, red);
@@ -325,11 +326,12 @@ extern "C" __global__ void ds4_attention_chunk_kernel(Keys keys, int64_t p0, con
 }
 
 // Block i * n_head + h: the chunks' partial sums combined in chunk order, as ds4_attention_kernel does.
-extern "C" __global__ void ds4_attention_combine_kernel(Keys keys, int64_t p0, const float* Q, int64_t n_head,
-                                                        int64_t D, const float* sinks, ds4::RopeSpec rope, int64_t nch,
-                                                        const double* part_o, const double* part_ml, float* O) {
+extern "C" __global__ void ds4_attention_combine_kernel(Keys keys, ds4::gpu::StepPos pos, const float* Q,
+                                                        int64_t n_head, int64_t D, const float* sinks,
+                                                        ds4::RopeSpec rope, int64_t nch, const double* part_o,
+                                                        const double* part_ml, float* O) {
     __shared__ double cs[ds4::gpu::kRopeShared];
-    const int64_t b = ds4_block_x();
+    const int64_t b = ds4_block_x(), p0 = ds4::gpu::pos_of(pos);
     const Head hd = head_of(keys, b, p0, Q, n_head, D);
     ds4::gpu::rope_cos_sin_block((double)(p0 + b / n_head), rope, cs);
     const int64_t used = chunks_of(hd.T);
@@ -350,12 +352,12 @@ extern "C" __global__ void ds4_attention_combine_kernel(Keys keys, int64_t p0, c
 }
 
 // One thread per (token i, row c) of the rows token i sees, when it sees more than top_k.
-extern "C" __global__ void ds4_indexer_scores_kernel(const uint16_t* idx_rows, int64_t p0, const float* q,
+extern "C" __global__ void ds4_indexer_scores_kernel(const uint16_t* idx_rows, ds4::gpu::StepPos p0, const float* q,
                                                      const float* w, int64_t n, int64_t n_head, int64_t d,
                                                      int64_t top_k, double* scores, int64_t ld) {
     const int64_t i = ds4_block_y();
     const int64_t c = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
-    const int64_t n_c = (p0 + i + 1) / 4;
+    const int64_t n_c = (ds4::gpu::pos_of(p0) + i + 1) / 4;
     if (i >= n || n_c <= top_k || c >= n_c) return;
     const uint16_t* row = idx_rows + c * d;
     double acc = 0.0;
@@ -369,10 +371,10 @@ extern "C" __global__ void ds4_indexer_scores_kernel(const uint16_t* idx_rows, i
 
 // Block i: selected[i * top_k ..] = the top_k rows (score descending, ties: lower row) in
 // ascending order, or every visible row when there are at most top_k. flags: [n][ld] ints.
-extern "C" __global__ void ds4_indexer_topk_kernel(int64_t p0, int64_t top_k, const double* scores, int32_t* flags,
-                                                   int64_t ld, int32_t* selected) {
+extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t top_k, const double* scores,
+                                                   int32_t* flags, int64_t ld, int32_t* selected) {
     const int64_t i = ds4_block_x();
-    const int64_t n_c = (p0 + i + 1) / 4;
+    const int64_t n_c = (ds4::gpu::pos_of(p0) + i + 1) / 4;
     const int t = (int)ds4_thread_x();
     int32_t* sel = selected + i * top_k;
     if (n_c <= top_k) {
@@ -417,7 +419,7 @@ AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most
     return a;
 }
 
-void launch_attention(const AttnKeys& k, int64_t p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
+void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
                       const float* sinks, const RopeSpec& rope, int64_t most, double* scores, double* part, float* O,
                       void* s) {
     if (n <= 0 || n_head <= 0) return;
@@ -454,7 +456,7 @@ void launch_attention(const AttnKeys& k, int64_t p0, int64_t n, const float* Q, 
     DS4_GPU_CHECK_LAUNCH("ds4_attention_combine_kernel");
 }
 
-void launch_indexer_select(const uint16_t* idx_rows, int64_t p0, const float* q, const float* w, int64_t n,
+void launch_indexer_select(const uint16_t* idx_rows, StepPos p0, const float* q, const float* w, int64_t n,
                            int64_t n_head, int64_t d, int64_t top_k, double* scores, int32_t* flags, int64_t ld,
                            int32_t* selected, void* s) {
     if (n <= 0) return;

@@ -14,6 +14,10 @@
 
 #if DS4_GPU_HOST_CODE
 #include <algorithm>
+#include <map>
+#include <vector>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -69,7 +73,11 @@ public:
 #endif
         name_ += ")";
         DS4_GPU_CHECK(StreamCreateWithFlags, &stream_, ds4GpuStreamNonBlocking);
-        if (kSideStream) {
+        // DS4KIT_GPU_SIDE_STREAM=0 keeps everything on the main stream (same bits: a measurement
+        // of what the overlap buys).
+        const char* side = std::getenv("DS4KIT_GPU_SIDE_STREAM");
+        side_on_ = kSideStream && !(side && std::strcmp(side, "0") == 0);
+        if (side_on_) {
             DS4_GPU_CHECK(StreamCreateWithFlags, &side_, ds4GpuStreamNonBlocking);
             DS4_GPU_CHECK(EventCreateWithFlags, &fork_, ds4GpuEventDisableTiming);
             DS4_GPU_CHECK(EventCreateWithFlags, &join_, ds4GpuEventDisableTiming);
@@ -82,12 +90,20 @@ public:
         fault_buf_ = alloc(sizeof(int));
         DS4_GPU_CHECK(Memset, fault_buf_->data(), 0, sizeof(int));
         fault_ = Dev<int>(static_cast<int*>(fault_buf_->data()));
+        pos_buf_ = alloc(sizeof(int64_t));
+        DS4_GPU_CHECK(Memset, pos_buf_->data(), 0, sizeof(int64_t));
+        // DS4KIT_GPU_GRAPHS=0: every step issues its launches (a measurement of what graphs buy,
+        // and a way around a runtime whose graphs misbehave). Same bits either way.
+        const char* graphs = std::getenv("DS4KIT_GPU_GRAPHS");
+        steps_on_ = !(graphs && std::strcmp(graphs, "0") == 0);
     }
     ~GpuBackend() override {
+        drop_graphs();
         weights_.reset();  // frees device memory; the runtime waits for pending work
         for (auto& b : scratch_) b.reset();
         grid_buf_.reset();
         fault_buf_.reset();
+        pos_buf_.reset();
         if (fork_) (void)DS4_GPU_RT(EventDestroy)(fork_);
         if (join_) (void)DS4_GPU_RT(EventDestroy)(join_);
         if (side_) (void)DS4_GPU_RT(StreamDestroy)(side_);
@@ -221,7 +237,7 @@ public:
     void rope_tail(Dev<float> x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
                    const RopeSpec& spec, bool inverse) override {
         check_rope(spec, row_len, "rope_tail");
-        gpu::launch_rope_tail(x.get(), n_tokens, rows_per_token, row_len, pos0, spec, inverse, stream_);
+        gpu::launch_rope_tail(x.get(), n_tokens, rows_per_token, row_len, step_pos(pos0), spec, inverse, stream_);
     }
 
     void fp8_kv_round_trip(Dev<float> x, int64_t n_rows, int64_t n, int64_t n_rot) override {
@@ -358,8 +374,8 @@ public:
             throw ArgumentError(DS4_GPU_WHO ": kv_store: block of " + std::to_string(n) + " tokens exceeds max_block " +
                                 std::to_string(S.shape().max_block));
         }
-        gpu::launch_kv_store(kv.get(), n, S.shape().head_dim, p0, S.ring_rows, S.layers[(size_t)il].ring.get(),
-                             stream_);
+        gpu::launch_kv_store(kv.get(), n, S.shape().head_dim, step_pos(p0), S.ring_rows,
+                             S.layers[(size_t)il].ring.get(), stream_);
     }
 
     void compress(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kappa, Dev<const float> gate,
@@ -385,16 +401,18 @@ public:
                                 " does not fit layer " + std::to_string(il) + "'s state");
         }
         check_rope(*cp.rope, Dc, "compress");
-        gpu::launch_compress_store(kappa.get(), gate.get(), ld, n, p0, c.width, r, vecf(*cp.ape, "compress"), c.rows,
-                                   c.kv.get(), c.score.get(), stream_);
+        gpu::launch_compress_store(kappa.get(), gate.get(), ld, n, step_pos(p0), c.width, r, vecf(*cp.ape, "compress"),
+                                   c.rows, c.kv.get(), c.score.get(), stream_);
         const int64_t n_out = (p0 + n) / r - p0 / r;  // windows completing inside the block
-        if (n_out <= 0) return;
-        S.reserve_rows(il, cp.indexer, count + n_out);
+        // A step that may be replayed launches the pooling whether or not a window completes
+        // here (its blocks find out from the position) and has room for its whole span's rows.
+        const int64_t max_out = step_.on ? (n + r - 1) / r : n_out;
+        if (max_out <= 0) return;
+        S.reserve_rows(il, cp.indexer, step_.on ? std::max(count + n_out, step_.plan_end / r) : count + n_out);
         const int mode = cp.indexer ? (cp.indexer_fp4 ? 3 : 2) : (cp.fp8_kv ? 1 : 0);
-        uint16_t* out = (cp.indexer ? L.idx.get() : L.comp.get()) + count * Dc;
-        gpu::launch_compress_rows((p0 / r + 1) * r - 1, n_out, r, c.window, c.rows, c.width, Dc, c.kv.get(),
-                                  c.score.get(), vecf(*cp.norm, "compress"), cp.rms_eps, *cp.rope, cp.n_rot, mode, out,
-                                  stream_);
+        uint16_t* rows = cp.indexer ? L.idx.get() : L.comp.get();
+        gpu::launch_compress_rows(step_pos(p0), n, max_out, r, c.window, c.rows, c.width, Dc, c.kv.get(), c.score.get(),
+                                  vecf(*cp.norm, "compress"), cp.rms_eps, *cp.rope, cp.n_rot, mode, rows, stream_);
         count += n_out;
     }
 
@@ -411,11 +429,12 @@ public:
                                 std::to_string(ld) + " of " + std::to_string(d));
         }
         if (n <= 0 || ld <= 0) return;
+        const int64_t ld_cap = std::max(ld, plan_end(p0, n) / 4);  // a replayed step's rows, at most
         std::lock_guard<std::mutex> lock(scratch_mu_);
-        double* scores = scratch<double>(kSlotScores, n * ld);
-        int32_t* flags = scratch<int32_t>(kSlotFlags, n * ld);
-        gpu::launch_indexer_select(L.idx.get(), p0, q.get(), w.get(), n, n_head, d, top_k, scores, flags, ld,
-                                   selected.get(), stream_);
+        double* scores = scratch<double>(kSlotScores, n * ld_cap);
+        int32_t* flags = scratch<int32_t>(kSlotFlags, n * ld_cap);
+        gpu::launch_indexer_select(L.idx.get(), step_pos(p0), q.get(), w.get(), n, n_head, d, top_k, scores, flags,
+                                   ld_cap, selected.get(), stream_);
     }
 
     void attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> Q, int64_t n_head,
@@ -434,7 +453,10 @@ public:
         k.ring = L.ring.get();
         k.ring_rows = S.ring_rows;
         k.n_swa = S.shape().n_swa;
-        int64_t most = std::min<int64_t>(S.shape().n_swa, p0 + n);
+        // Keys the block's last token sees (sizes the grid and the scratch): for a step that may be
+        // replayed, at the end of its span.
+        const int64_t end = plan_end(p0, n);
+        int64_t most = std::min<int64_t>(S.shape().n_swa, end);
         if (comp.ratio) {
             const int64_t visible = (p0 + n) / comp.ratio;
             if (comp.ratio != L.ratio || L.n_comp < visible) {
@@ -447,14 +469,15 @@ public:
             k.ratio = comp.ratio;
             k.selected = comp.selected.get();
             k.top_k = comp.top_k;
-            most += comp.selected ? std::min(visible, comp.top_k) : visible;
+            const int64_t visible_end = end / comp.ratio;
+            most += comp.selected ? std::min(visible_end, comp.top_k) : visible_end;
         }
         std::lock_guard<std::mutex> lock(scratch_mu_);
         const gpu::AttnScratch need = gpu::attention_scratch(n, n_head, D, most);
         double* scores = scratch<double>(kSlotScores, need.scores);
         double* part = scratch<double>(kSlotAttnPart, need.part);
-        gpu::launch_attention(k, p0, n, Q.get(), n_head, D, vecf(sinks, "attention"), rope, most, scores, part, O.get(),
-                              stream_);
+        gpu::launch_attention(k, step_pos(p0), n, Q.get(), n_head, D, vecf(sinks, "attention"), rope, most, scores,
+                              part, O.get(), stream_);
     }
 
     void attention_rows(Dev<const float> Q, int64_t n, int64_t n_head, int64_t D, Dev<const float> K, int64_t T,
@@ -469,11 +492,117 @@ public:
         const gpu::AttnScratch need = gpu::attention_scratch(n, n_head, D, most);
         double* scores = scratch<double>(kSlotScores, need.scores);
         double* part = scratch<double>(kSlotAttnPart, need.part);
-        gpu::launch_attention(k, pos0, n, Q.get(), n_head, D, vecf(sinks, "attention_rows"), rope, most, scores, part,
-                              O.get(), stream_);
+        gpu::launch_attention(k, gpu::absolute_pos(pos0), n, Q.get(), n_head, D, vecf(sinks, "attention_rows"), rope,
+                              most, scores, part, O.get(), stream_);
+    }
+
+    // ---- Step graphs ----
+    // A key's first step issues its launches in step form: positions relative to the step's first
+    // (read from pos_buf_, which a kernel sets first) and grids and room sized for every position
+    // of its span (kStepSpan positions, up to plan_end). The key's second step records the same
+    // launches as a graph and launches it; later ones set the word and replay the graph. So a
+    // recording never allocates (the first run grew whatever it needed, and a growth changes the
+    // key), and a replay runs the very kernels, arguments and order the first run did.
+    bool begin_step(SeqState& st, int64_t p0, int64_t n, const std::vector<int64_t>& key) override {
+        if (!steps_on_ || n < 1 || n > kMaxStepTokens) return false;
+        if (step_.on) throw ArgumentError(DS4_GPU_WHO ": begin_step inside an unfinished step");
+        gpu::GpuSeqState& S = gpu::gpu_state(st);
+        const int64_t rounded = (p0 + n + kStepSpan - 1) / kStepSpan * kStepSpan;
+        const int64_t plan = std::min(rounded, std::max(p0 + n, S.shape().max_ctx));
+        std::vector<int64_t> full(key);
+        full.insert(full.end(), {n, (int64_t)S.id(), (int64_t)S.generation(), (int64_t)scratch_generation_, plan});
+        if (graphs_.size() >= kMaxGraphs && !graphs_.count(full)) drop_graphs();
+        StepGraph& g = graphs_[full];
+        gpu::launch_set_pos(pos_word(), p0, stream_);
+#if DS4_GPU_GRAPHS
+        if (g.exec) {
+            S.count_rows_to(p0 + n);  // what the step's compress calls would have counted
+            DS4_GPU_CHECK(GraphLaunch, g.exec, stream_);
+            ++stats_.replayed;
+            return true;
+        }
+#endif
+        step_ = Step{true, false, p0, plan, &g};
+#if DS4_GPU_GRAPHS
+        if (g.runs > 0) {
+            join_side();
+            DS4_GPU_CHECK(StreamBeginCapture, stream_, ds4GpuStreamCaptureModeThreadLocal);
+            step_.recording = true;
+        }
+#endif
+        ++g.runs;
+        ++stats_.issued;
+        return false;
+    }
+
+    std::vector<std::pair<std::string, int64_t>> counters() const override {
+        return {{"steps_issued", (int64_t)stats_.issued},
+                {"steps_recorded", (int64_t)stats_.recorded},
+                {"steps_replayed", (int64_t)stats_.replayed},
+                {"step_graphs_held", (int64_t)graphs_.size()}};
+    }
+
+    void end_step(bool ok) override {
+        const Step s = step_;
+        step_ = Step{};
+        if (!s.on || !s.recording) return;
+#if DS4_GPU_GRAPHS
+        join_side();  // the side stream's work joins the graph before the capture ends
+        ds4_gpu_graph_t graph = nullptr;
+        const ds4_gpu_error_t rc = DS4_GPU_RT(StreamEndCapture)(stream_, &graph);
+        if (!ok || rc != DS4_GPU_RT(Success)) {
+            if (graph) (void)DS4_GPU_RT(GraphDestroy)(graph);
+            (void)DS4_GPU_RT(GetLastError)();
+            if (ok) gpu_check(rc, DS4_GPU_RT_PREFIX "StreamEndCapture");
+            return;  // the exception that ended the step is the one to report
+        }
+        ds4_gpu_graph_exec_t exec = nullptr;
+        const ds4_gpu_error_t ri = DS4_GPU_RT(GraphInstantiateWithFlags)(&exec, graph, 0);
+        (void)DS4_GPU_RT(GraphDestroy)(graph);
+        gpu_check(ri, DS4_GPU_RT_PREFIX "GraphInstantiateWithFlags");
+        s.graph->exec = exec;
+        ++stats_.recorded;
+        DS4_GPU_CHECK(GraphLaunch, exec, stream_);
+#else
+        (void)ok;
+#endif
     }
 
 private:
+    static constexpr int64_t kMaxStepTokens = 16;  // decode and verify widths; prefill blocks run as issued
+    static constexpr int64_t kStepSpan = 256;      // positions one recording serves (then a new key)
+    static constexpr size_t kMaxGraphs = 128;      // recordings kept (all dropped when full)
+
+    struct StepGraph {
+        int64_t runs = 0;  // steps issued for the key (the second is recorded)
+#if DS4_GPU_GRAPHS
+        ds4_gpu_graph_exec_t exec = nullptr;
+#endif
+    };
+    struct Step {
+        bool on = false, recording = false;
+        int64_t base = 0, plan_end = 0;  // the step's first position; the end of its span
+        StepGraph* graph = nullptr;
+    };
+
+    // A kernel's position: relative to the step inside a step, else absolute.
+    gpu::StepPos step_pos(int64_t p) const {
+        return step_.on ? gpu::StepPos{p - step_.base, pos_word()} : gpu::absolute_pos(p);
+    }
+    // The end of the positions a call's grid and scratch must cover.
+    int64_t plan_end(int64_t p0, int64_t n) const { return step_.on ? std::max(p0 + n, step_.plan_end) : p0 + n; }
+    int64_t* pos_word() const { return static_cast<int64_t*>(pos_buf_->data()); }
+
+    void drop_graphs() {
+#if DS4_GPU_GRAPHS
+        (void)DS4_GPU_RT(StreamSynchronize)(stream_);  // no replay in flight
+        for (auto& kv : graphs_) {
+            if (kv.second.exec) (void)DS4_GPU_RT(GraphExecDestroy)(kv.second.exec);
+        }
+#endif
+        graphs_.clear();
+    }
+
     // Scratch buffers by slot, grown as needed (a grow waits for the work that may read the old one).
     enum Slot {
         kSlotHcSumSq,
@@ -491,9 +620,12 @@ private:
         std::unique_ptr<DeviceBuffer>& b = scratch_[slot];
         const size_t want = (size_t)std::max<int64_t>(n, 1) * sizeof(T);
         if (!b || b->bytes() < want) {
+            // A step's first run (never recorded) sizes everything its recording will use.
+            if (step_.recording) throw ArgumentError(DS4_GPU_WHO ": scratch grew while a step was being recorded");
             synchronize_stream();
             b.reset();
             b = alloc(want + want / 2);
+            ++scratch_generation_;
         }
         return static_cast<T*>(b->data());
     }
@@ -528,7 +660,7 @@ private:
     // now (main stream only on HIP-CPU); join_side() later makes the main stream wait for it.
     template <class Launch>
     void run_beside(Launch&& launch) {
-        if (!kSideStream) {
+        if (!side_on_) {
             launch(stream_);
             return;
         }
@@ -617,6 +749,7 @@ private:
     ds4_gpu_stream_t stream_ = nullptr;
     ds4_gpu_stream_t side_ = nullptr;          // hc_pre's split (see the top of the file)
     ds4_gpu_event_t fork_ = nullptr, join_ = nullptr;
+    bool side_on_ = false;                     // run_beside uses side_ (else the main stream)
     bool side_pending_ = false;                // a split was enqueued that the main stream has not joined
     std::mutex side_mu_;                       // side_pending_ and the fork/join sequence (after scratch_mu_)
     std::unique_ptr<gpu::WeightStore> weights_;
@@ -626,6 +759,14 @@ private:
     Dev<const uint64_t> grid_;
     Dev<int> fault_;
     std::string fault_names_[4];  // the tensor each fault code refers to
+    std::unique_ptr<DeviceBuffer> pos_buf_;       // the step position word (gpu_step_pos.h)
+    bool steps_on_ = true;                        // DS4KIT_GPU_GRAPHS != 0
+    Step step_;
+    std::map<std::vector<int64_t>, StepGraph> graphs_;
+    uint64_t scratch_generation_ = 0;             // scratch growths (part of every step key)
+    struct {
+        uint64_t issued = 0, recorded = 0, replayed = 0;
+    } stats_;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 
+#include "backend/gpu/gpu_step_pos.h"
 #include "core/rope_spec.h"
 
 namespace ds4 {
@@ -47,7 +48,7 @@ void launch_scale(float* x, int64_t n, double s, void* stream);
 void launch_embed(uint32_t type, const uint8_t* table, uint64_t row_bytes, int64_t n_table, int64_t E,
                   const int32_t* tokens, int64_t n, int64_t n_copies, float* X, const uint64_t* grid, int* fault,
                   void* s);
-void launch_rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
+void launch_rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, StepPos pos0,
                       const RopeSpec& spec, bool inverse, void* s);
 void launch_fp8_kv_round_trip(float* x, int64_t n_rows, int64_t n, int64_t n_rot, void* s);
 void launch_indexer_transform(float* x, int64_t n_rows, int64_t d, bool fp4, void* s);
@@ -55,6 +56,8 @@ void launch_hc_post(const float* y, const float* X, int64_t n_tokens, int64_t n_
                     float* X_out, void* s);
 void launch_hc_mean(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, float* out, int64_t ldo, void* s);
 void launch_fill(float* x, int64_t n, float v, void* s);
+// *word = p (the base position of a step that may be replayed, gpu_step_pos.h).
+void launch_set_pos(int64_t* word, int64_t p, void* s);
 // hash: [hash_rows][hash_stride] expert ids (hash layers) or null (then bias selects).
 void launch_route(const float* logits, const int32_t* tokens, int64_t n, int64_t n_expert, int64_t K,
                   const int32_t* hash, int64_t hash_rows, int64_t hash_stride, const float* bias, bool normalise,
@@ -109,14 +112,15 @@ void launch_moe_shared(const MoeLaunch& a, void* s);
 void launch_moe_combine(const MoeLaunch& a, void* s);
 
 // ---- gpu_state.cu ----
-void launch_kv_store(const float* kv, int64_t n, int64_t D, int64_t p0, int64_t ring_rows, uint16_t* ring, void* s);
-void launch_compress_store(const float* kappa, const float* gate, int64_t ld, int64_t n, int64_t p0, int64_t W,
+void launch_kv_store(const float* kv, int64_t n, int64_t D, StepPos p0, int64_t ring_rows, uint16_t* ring, void* s);
+void launch_compress_store(const float* kappa, const float* gate, int64_t ld, int64_t n, StepPos p0, int64_t W,
                            int64_t ratio, const float* ape, int64_t rows, float* ring_kv, float* ring_score, void* s);
-// n_out rows for the windows ending at q_first, q_first + ratio, ...; mode 0 none, 1 FP8,
-// 2 Hadamard, 3 Hadamard + FP4. out: the first new row.
-void launch_compress_rows(int64_t q_first, int64_t n_out, int64_t ratio, int64_t window, int64_t rows, int64_t W,
-                          int64_t Dc, const float* ring_kv, const float* ring_score, const float* norm, double eps,
-                          const RopeSpec& rope, int64_t n_rot, int mode, uint16_t* out, void* s);
+// The rows of the windows that complete among the n tokens at p0.. (at most max_out: the grid),
+// row (q + 1) / ratio - 1 of `out` for the window ending at q; mode 0 none, 1 FP8, 2 Hadamard,
+// 3 Hadamard + FP4.
+void launch_compress_rows(StepPos p0, int64_t n, int64_t max_out, int64_t ratio, int64_t window, int64_t rows,
+                          int64_t W, int64_t Dc, const float* ring_kv, const float* ring_score, const float* norm,
+                          double eps, const RopeSpec& rope, int64_t n_rot, int mode, uint16_t* out, void* s);
 void launch_f16_to_f32(const uint16_t* src, float* dst, int64_t n, void* s);
 void launch_f32_to_f16(const float* src, uint16_t* dst, int64_t n, void* s);
 
@@ -138,11 +142,11 @@ struct AttnScratch {
 };
 AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most);
 // scores, part: scratch of attention_scratch(...).scores and .part doubles.
-void launch_attention(const AttnKeys& k, int64_t p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
+void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
                       const float* sinks, const RopeSpec& rope, int64_t most, double* scores, double* part, float* O,
                       void* s);
-// scores / flags: scratch of n * ld, ld >= the most rows a token sees.
-void launch_indexer_select(const uint16_t* idx_rows, int64_t p0, const float* q, const float* w, int64_t n,
+// scores / flags: scratch of n * ld, ld >= the most rows a token sees (the grid covers ld).
+void launch_indexer_select(const uint16_t* idx_rows, StepPos p0, const float* q, const float* w, int64_t n,
                            int64_t n_head, int64_t d, int64_t top_k, double* scores, int32_t* flags, int64_t ld,
                            int32_t* selected, void* s);
 

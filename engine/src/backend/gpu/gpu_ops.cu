@@ -5,6 +5,7 @@
 // (F16, FP8/FP4 round trips, Hadamard, RoPE angles) is core/numerics.h itself.
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_math.h"
+#include "backend/gpu/gpu_step_pos.h"
 #include "backend/gpu/gpu_dot.h"
 
 #include <stdint.h>
@@ -47,12 +48,12 @@ DS4_GPU_FOR_EACH_TYPE(DS4_EMBED_INSTANCE)
 
 // Block (i, g): rows g * kRopeRows .. of token i (the angles once per block; 64 query heads on
 // one block had kept it busy with their pairs long after the angles).
-extern "C" __global__ void ds4_rope_tail_kernel(float* x, int64_t rows_per_token, int64_t row_len, int64_t pos0,
-                                                ds4::RopeSpec spec, int inverse) {
+extern "C" __global__ void ds4_rope_tail_kernel(float* x, int64_t rows_per_token, int64_t row_len,
+                                                ds4::gpu::StepPos pos0, ds4::RopeSpec spec, int inverse) {
     __shared__ double cs[ds4::gpu::kRopeShared];
     const int64_t i = ds4_block_x(), r0 = (int64_t)ds4_block_y() * kRopeRows;
     const int64_t rows = rows_per_token - r0 < kRopeRows ? rows_per_token - r0 : kRopeRows;
-    ds4::gpu::rope_cos_sin_block((double)(pos0 + i), spec, cs);
+    ds4::gpu::rope_cos_sin_block((double)(ds4::gpu::pos_of(pos0) + i), spec, cs);
     const int64_t half = spec.n_rot / 2;
     for (int64_t k = ds4_thread_x(); k < rows * half; k += ds4_block_dim_x()) {
         float* row = x + (i * rows_per_token + r0 + k / half) * row_len;
@@ -117,6 +118,10 @@ extern "C" __global__ void ds4_hc_mean_kernel(const float* X, int64_t n_tokens, 
     for (int64_t h = 0; h < n_hc; ++h) acc += (double)X[(t * n_hc + h) * E + i];
     out[t * ldo + i] = (float)(acc / (double)n_hc);
 }
+
+// The step position word (gpu_step_pos.h): a kernel, so it is ordered with the stream and
+// needs no host buffer that must outlive the call.
+extern "C" __global__ void ds4_set_pos_kernel(int64_t* word, int64_t v) { *word = v; }
 
 extern "C" __global__ void ds4_fill_kernel(float* x, int64_t n, float v) {
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
@@ -208,7 +213,7 @@ void launch_embed(uint32_t type, const uint8_t* table, uint64_t row_bytes, int64
     DS4_GPU_CHECK_LAUNCH("ds4_embed_kernel");
 }
 
-void launch_rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
+void launch_rope_tail(float* x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, StepPos pos0,
                       const RopeSpec& spec, bool inverse, void* s) {
     if (n_tokens <= 0 || spec.n_rot <= 0 || rows_per_token <= 0) return;
     const int64_t groups = (rows_per_token + kRopeRows - 1) / kRopeRows;
@@ -259,6 +264,11 @@ void launch_fill(float* x, int64_t n, float v, void* s) {
     if (n <= 0) return;
     ds4_launch(ds4_fill_kernel, dim3(blocks_for(n, 256, "fill")), dim3(256), s, x, n, v);
     DS4_GPU_CHECK_LAUNCH("ds4_fill_kernel");
+}
+
+void launch_set_pos(int64_t* word, int64_t p, void* s) {
+    ds4_launch(ds4_set_pos_kernel, dim3(1), dim3(1), s, word, p);
+    DS4_GPU_CHECK_LAUNCH("ds4_set_pos_kernel");
 }
 
 void launch_route(const float* logits, const int32_t* tokens, int64_t n, int64_t n_expert, int64_t K,

@@ -26,6 +26,11 @@ using ds4_gpu_device_prop_t = hipDeviceProp_t;
 #define ds4GpuStreamNonBlocking hipStreamNonBlocking
 #define ds4GpuEventDisableTiming hipEventDisableTiming
 using ds4_gpu_event_t = hipEvent_t;
+#if !defined(__HIP_CPU_RT__)
+using ds4_gpu_graph_t = hipGraph_t;
+using ds4_gpu_graph_exec_t = hipGraphExec_t;
+#define ds4GpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#endif
 #define ds4GpuErrorInvalidValue hipErrorInvalidValue
 #define ds4GpuErrorInvalidDevicePointer hipErrorInvalidDevicePointer
 #define ds4GpuErrorInvalidConfiguration hipErrorInvalidConfiguration
@@ -42,9 +47,20 @@ using ds4_gpu_device_prop_t = cudaDeviceProp;
 #define ds4GpuStreamNonBlocking cudaStreamNonBlocking
 #define ds4GpuEventDisableTiming cudaEventDisableTiming
 using ds4_gpu_event_t = cudaEvent_t;
+using ds4_gpu_graph_t = cudaGraph_t;
+using ds4_gpu_graph_exec_t = cudaGraphExec_t;
+#define ds4GpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
 #define ds4GpuErrorInvalidValue cudaErrorInvalidValue
 #define ds4GpuErrorInvalidDevicePointer cudaErrorInvalidDevicePointer
 #define ds4GpuErrorInvalidConfiguration cudaErrorInvalidConfiguration
+#endif
+
+// Stream capture and graph replay (step graphs, gpu_backend.cu): CUDA and HIP; the HIP-CPU test
+// runtime has none, so there every step runs its calls as they are issued.
+#if defined(__HIP_CPU_RT__)
+#define DS4_GPU_GRAPHS 0
+#else
+#define DS4_GPU_GRAPHS 1
 #endif
 
 using ds4_gpu_error_t = DS4_GPU_RT(Error_t);

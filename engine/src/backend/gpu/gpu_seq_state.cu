@@ -3,6 +3,7 @@
 #include "backend/gpu/gpu_compat.h"
 
 #if DS4_GPU_HOST_CODE
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,7 +62,12 @@ void DevArray<T>::allocate(int64_t n, const char* what) {
 template class DevArray<float>;
 template class DevArray<uint16_t>;
 
-GpuSeqState::GpuSeqState(const SeqShape& s, ds4_gpu_stream_t stream, bool init) : SeqState(s), stream_(stream) {
+namespace {
+std::atomic<uint64_t> next_state_id{1};
+}  // namespace
+
+GpuSeqState::GpuSeqState(const SeqShape& s, ds4_gpu_stream_t stream, bool init)
+    : SeqState(s), stream_(stream), id_(next_state_id++) {
     ring_rows = window_slots();
     for (int64_t ratio : s.ratios) {
         GpuLayerState L;
@@ -94,6 +100,15 @@ void GpuSeqState::reserve_rows(int64_t il, bool indexer, int64_t rows) {
     // The old rows may still be read by work in flight: let it finish before freeing them.
     DS4_GPU_CHECK(StreamSynchronize, stream_);
     a = std::move(bigger);
+    ++generation_;
+}
+
+void GpuSeqState::count_rows_to(int64_t p_end) {
+    for (GpuLayerState& L : layers) {
+        if (!L.ratio) continue;
+        L.n_comp = p_end / L.ratio;
+        if (L.ratio == 4) L.n_idx = p_end / 4;
+    }
 }
 
 void GpuSeqState::drop_after(int64_t p) {

@@ -68,7 +68,16 @@ public:
                                                    ds4_gpu_stream_t stream);
 
     // Room for `rows` stored rows of layer il's compressed (or indexer) rows, keeping those stored.
+    // A move to a bigger buffer bumps generation() (recorded step graphs hold the old address).
     void reserve_rows(int64_t il, bool indexer, int64_t rows);
+    // The counts once a replayed step has stored every position before p_end (what the step's
+    // compress calls would have counted).
+    void count_rows_to(int64_t p_end);
+
+    // Unique per state object for the process (a recorded graph names the state's buffers), and
+    // how many times its row buffers have moved.
+    uint64_t id() const { return id_; }
+    uint64_t generation() const { return generation_; }
 
     int64_t ring_rows = 0;
     std::vector<GpuLayerState> layers;
@@ -78,6 +87,8 @@ protected:
 
 private:
     ds4_gpu_stream_t stream_;
+    uint64_t id_;
+    uint64_t generation_ = 0;
 };
 
 GpuSeqState& gpu_state(SeqState& st);

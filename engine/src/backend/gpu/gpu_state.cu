@@ -5,6 +5,7 @@
 // earlier window still reads (rows = window + max_rewind >= window + max_block).
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_math.h"
+#include "backend/gpu/gpu_step_pos.h"
 #include "backend/gpu/gpu_tree.h"
 
 #include <stdint.h>
@@ -17,30 +18,32 @@ constexpr float kScoreInit = -1e30f;  // positions before 0 (D's initial state)
 }  // namespace
 
 // One thread per (token, element): ring[(p0 + i) % ring_rows] = F16(kv_i).
-extern "C" __global__ void ds4_kv_store_kernel(const float* kv, int64_t n, int64_t D, int64_t p0, int64_t ring_rows,
-                                               uint16_t* ring) {
+extern "C" __global__ void ds4_kv_store_kernel(const float* kv, int64_t n, int64_t D, ds4::gpu::StepPos p0,
+                                               int64_t ring_rows, uint16_t* ring) {
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n * D) return;
     const int64_t i = k / D, j = k % D;
-    ring[((p0 + i) % ring_rows) * D + j] = ds4::f32_to_f16(kv[k]);
+    ring[((ds4::gpu::pos_of(p0) + i) % ring_rows) * D + j] = ds4::f32_to_f16(kv[k]);
 }
 
 // One thread per (token, value): kappa and score = gate + ape[(p0 + i) % ratio] into slot p % rows.
 extern "C" __global__ void ds4_compress_store_kernel(const float* kappa, const float* gate, int64_t ld, int64_t n,
-                                                     int64_t p0, int64_t W, int64_t ratio, const float* ape,
+                                                     ds4::gpu::StepPos p0, int64_t W, int64_t ratio, const float* ape,
                                                      int64_t rows, float* ring_kv, float* ring_score) {
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n * W) return;
-    const int64_t i = k / W, j = k % W, p = p0 + i;
+    const int64_t i = k / W, j = k % W, p = ds4::gpu::pos_of(p0) + i;
     ring_kv[(p % rows) * W + j] = kappa[i * ld + j];
     ring_score[(p % rows) * W + j] = gate[i * ld + j] + ape[(p % ratio) * W + j];
 }
 
-// Block b: the window ending at q = q_first + b * ratio pooled (softmax over the scores, per
-// column, in double as pool_window), RMS-normed, rotated at q + 1 - ratio, rounded (mode 1:
-// FP8 of the non-rotated part; 2: Hadamard; 3: Hadamard + FP4) and stored as F16 row b.
-extern "C" __global__ void ds4_compress_rows_kernel(int64_t q_first, int64_t ratio, int64_t window, int64_t rows,
-                                                    int64_t W, int64_t Dc, const float* ring_kv,
+// Block b: the b-th window that completes among the n tokens at p0.. (the block exits if fewer
+// complete; the grid is sized for the most that can), ending at q: pooled (softmax over the
+// scores, per column, in double as pool_window), RMS-normed, rotated at q + 1 - ratio, rounded
+// (mode 1: FP8 of the non-rotated part; 2: Hadamard; 3: Hadamard + FP4) and stored as F16 row
+// (q + 1) / ratio - 1 of `out` (the layer's rows).
+extern "C" __global__ void ds4_compress_rows_kernel(ds4::gpu::StepPos p0, int64_t n, int64_t ratio, int64_t window,
+                                                    int64_t rows, int64_t W, int64_t Dc, const float* ring_kv,
                                                     const float* ring_score, const float* norm, double eps,
                                                     ds4::RopeSpec rope, int64_t n_rot, int mode, uint16_t* out) {
     __shared__ float row[kMaxRowDim];
@@ -48,7 +51,9 @@ extern "C" __global__ void ds4_compress_rows_kernel(int64_t q_first, int64_t rat
     __shared__ double cs[ds4::gpu::kRopeShared];
     __shared__ double had[kMaxRowDim];
     const int t = (int)ds4_thread_x();
-    const int64_t q = q_first + (int64_t)ds4_block_x() * ratio, first = q - window + 1;
+    const int64_t P = ds4::gpu::pos_of(p0), done = P / ratio, b = (int64_t)ds4_block_x();
+    if (b >= (P + n) / ratio - done) return;  // the whole block: no b-th window in this call
+    const int64_t q = (done + 1 + b) * ratio - 1, first = q - window + 1;
     // The ring slot of position first + c is stepped, not divided for: a 64-bit remainder per
     // load had cost most of the kernel (47 us a row at ratio 128 on the H200).
     const int64_t slot0 = (first % rows + rows) % rows;
@@ -108,7 +113,7 @@ extern "C" __global__ void ds4_compress_rows_kernel(int64_t q_first, int64_t rat
         }
     }
     ds4_sync_block();
-    uint16_t* o = out + (int64_t)ds4_block_x() * Dc;
+    uint16_t* o = out + (done + b) * Dc;
     for (int64_t j = t; j < Dc; j += kPoolThreads) o[j] = ds4::f32_to_f16(row[j]);
 }
 
@@ -139,14 +144,14 @@ unsigned blocks_for(int64_t n, const char* what) {
 }
 }  // namespace
 
-void launch_kv_store(const float* kv, int64_t n, int64_t D, int64_t p0, int64_t ring_rows, uint16_t* ring, void* s) {
+void launch_kv_store(const float* kv, int64_t n, int64_t D, StepPos p0, int64_t ring_rows, uint16_t* ring, void* s) {
     if (n * D <= 0) return;
     ds4_launch(ds4_kv_store_kernel, dim3(blocks_for(n * D, "kv_store")), dim3(kThreads), s, kv, n, D, p0, ring_rows,
                ring);
     DS4_GPU_CHECK_LAUNCH("ds4_kv_store_kernel");
 }
 
-void launch_compress_store(const float* kappa, const float* gate, int64_t ld, int64_t n, int64_t p0, int64_t W,
+void launch_compress_store(const float* kappa, const float* gate, int64_t ld, int64_t n, StepPos p0, int64_t W,
                            int64_t ratio, const float* ape, int64_t rows, float* ring_kv, float* ring_score,
                            void* s) {
     if (n * W <= 0) return;
@@ -155,17 +160,17 @@ void launch_compress_store(const float* kappa, const float* gate, int64_t ld, in
     DS4_GPU_CHECK_LAUNCH("ds4_compress_store_kernel");
 }
 
-void launch_compress_rows(int64_t q_first, int64_t n_out, int64_t ratio, int64_t window, int64_t rows, int64_t W,
-                          int64_t Dc, const float* ring_kv, const float* ring_score, const float* norm, double eps,
-                          const RopeSpec& rope, int64_t n_rot, int mode, uint16_t* out, void* s) {
-    if (n_out <= 0) return;
+void launch_compress_rows(StepPos p0, int64_t n, int64_t max_out, int64_t ratio, int64_t window, int64_t rows,
+                          int64_t W, int64_t Dc, const float* ring_kv, const float* ring_score, const float* norm,
+                          double eps, const RopeSpec& rope, int64_t n_rot, int mode, uint16_t* out, void* s) {
+    if (max_out <= 0) return;
     if (Dc > kMaxRowDim || rope.n_rot > kMaxRot || (mode >= 2 && (Dc & (Dc - 1)) != 0)) {
         throw ArgumentError(DS4_GPU_WHO ": compress: row length " + std::to_string(Dc) + ", n_rot " +
                             std::to_string(rope.n_rot) + " (at most " + std::to_string(kMaxRowDim) + ", " +
                             std::to_string(kMaxRot) + "; indexer rows a power of two)");
     }
-    ds4_launch(ds4_compress_rows_kernel, dim3((unsigned)n_out), dim3(kPoolThreads), s, q_first, ratio, window, rows, W, Dc,
-               ring_kv, ring_score, norm, eps, rope, n_rot, mode, out);
+    ds4_launch(ds4_compress_rows_kernel, dim3((unsigned)max_out), dim3(kPoolThreads), s, p0, n, ratio, window, rows, W,
+               Dc, ring_kv, ring_score, norm, eps, rope, n_rot, mode, out);
     DS4_GPU_CHECK_LAUNCH("ds4_compress_rows_kernel");
 }
 
