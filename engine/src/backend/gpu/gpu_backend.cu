@@ -90,6 +90,8 @@ public:
         fault_buf_ = alloc(sizeof(int));
         DS4_GPU_CHECK(Memset, fault_buf_->data(), 0, sizeof(int));
         fault_ = Dev<int>(static_cast<int*>(fault_buf_->data()));
+        gpu_check(ds4GpuHostAlloc((void**)&fault_host_, sizeof(int)), DS4_GPU_RT_PREFIX "HostAlloc", "fault word");
+        *fault_host_ = 0;
         pos_buf_ = alloc(sizeof(int64_t));
         DS4_GPU_CHECK(Memset, pos_buf_->data(), 0, sizeof(int64_t));
         // DS4KIT_GPU_GRAPHS=0: every step issues its launches (a measurement of what graphs buy,
@@ -108,6 +110,7 @@ public:
         if (join_) (void)DS4_GPU_RT(EventDestroy)(join_);
         if (side_) (void)DS4_GPU_RT(StreamDestroy)(side_);
         if (stream_) (void)DS4_GPU_RT(StreamDestroy)(stream_);
+        if (fault_host_) (void)ds4GpuHostFree(fault_host_);
     }
 
     std::string name() const override { return name_; }
@@ -137,9 +140,11 @@ public:
     // Waits for the stream, then reports an invalid input a kernel met since the last call
     // (the fault word: 1 embed token id, 2 hash-routing token id, 3 expert id).
     void synchronize() override {
-        synchronize_stream();
-        int code = 0;
-        DS4_GPU_CHECK(Memcpy, &code, fault_.get(), sizeof(int), ds4GpuMemcpyDeviceToHost);
+        // The fault word rides the stream into pinned memory: one wait, not a second copy after it.
+        join_side();
+        DS4_GPU_CHECK(MemcpyAsync, fault_host_, fault_.get(), sizeof(int), ds4GpuMemcpyDeviceToHost, stream_);
+        DS4_GPU_CHECK(StreamSynchronize, stream_);
+        const int code = *fault_host_;
         if (code == 0) return;
         DS4_GPU_CHECK(Memset, fault_.get(), 0, sizeof(int));
         const std::string who = code >= 1 && code <= 3 ? fault_names_[code] : std::string("?");
@@ -758,6 +763,7 @@ private:
     std::unique_ptr<DeviceBuffer> grid_buf_, fault_buf_;
     Dev<const uint64_t> grid_;
     Dev<int> fault_;
+    int* fault_host_ = nullptr;  // pinned: where synchronize() reads the fault word
     std::string fault_names_[4];  // the tensor each fault code refers to
     std::unique_ptr<DeviceBuffer> pos_buf_;       // the step position word (gpu_step_pos.h)
     bool steps_on_ = true;                        // DS4KIT_GPU_GRAPHS != 0

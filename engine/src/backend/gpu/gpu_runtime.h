@@ -31,6 +31,8 @@ using ds4_gpu_graph_t = hipGraph_t;
 using ds4_gpu_graph_exec_t = hipGraphExec_t;
 #define ds4GpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
 #endif
+#define ds4GpuHostAlloc(p, n) hipHostMalloc(p, n)
+#define ds4GpuHostFree(p) hipHostFree(p)
 #define ds4GpuErrorInvalidValue hipErrorInvalidValue
 #define ds4GpuErrorInvalidDevicePointer hipErrorInvalidDevicePointer
 #define ds4GpuErrorInvalidConfiguration hipErrorInvalidConfiguration
@@ -50,6 +52,8 @@ using ds4_gpu_event_t = cudaEvent_t;
 using ds4_gpu_graph_t = cudaGraph_t;
 using ds4_gpu_graph_exec_t = cudaGraphExec_t;
 #define ds4GpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define ds4GpuHostAlloc(p, n) cudaMallocHost(p, n)
+#define ds4GpuHostFree(p) cudaFreeHost(p)
 #define ds4GpuErrorInvalidValue cudaErrorInvalidValue
 #define ds4GpuErrorInvalidDevicePointer cudaErrorInvalidDevicePointer
 #define ds4GpuErrorInvalidConfiguration cudaErrorInvalidConfiguration
