@@ -527,14 +527,15 @@ public:
             return true;
         }
 #endif
-        step_ = Step{true, false, p0, plan, &g};
+        bool record = false;
 #if DS4_GPU_GRAPHS
         if (g.runs > 0) {
             join_side();
             DS4_GPU_CHECK(StreamBeginCapture, stream_, ds4GpuStreamCaptureModeThreadLocal);
-            step_.recording = true;
+            record = true;
         }
 #endif
+        step_ = Step{true, record, p0, plan, &g};  // only once the capture (if any) has begun
         ++g.runs;
         ++stats_.issued;
         return false;
