@@ -84,3 +84,24 @@ def test_two_sessions_keep_their_own_steps(gpu, monkeypatch):
     assert np.array_equal(np.stack(got_a), want), "session a's replays differ from a session alone"
     assert np.array_equal(np.stack(got_b), want), "session b's replays differ from a session alone"
 
+
+
+def test_a_drafter_bind_drops_the_recordings(gpu, monkeypatch, tmp_path):
+    """Attaching a DSpark drafter binds the weight table again (the target's copies are replaced):
+    recordings made before must not be replayed with the old copies' addresses."""
+    from ds4kit.synth import preset, write_drafter
+
+    toks = _tokens()[:60]
+    plain = _model(gpu, False, monkeypatch)
+    s = plain.session(80)
+    want = np.stack([s.decode(t) for t in toks])
+    g = _model(gpu, True, monkeypatch)
+    s = g.session(80)
+    first = [s.decode(t) for t in toks[:30]]
+    drafter = tmp_path / "dspark.gguf"
+    write_drafter(drafter, preset("small").replace(vocab_size=1024, draft_mask_token_id=1023), seed=3, progress=False)
+    _engine.Drafter.load(str(drafter), g)  # binds the target's table plus its own
+    rest = [s.decode(t) for t in toks[30:]]
+    got = np.stack(first + rest)
+    bad = np.flatnonzero(np.any(got != want, axis=1))
+    assert bad.size == 0, f"decode after a drafter's bind differs at positions {bad[:10].tolist()}"

@@ -157,6 +157,7 @@ public:
     }
 
     void bind_weights(const WeightTable& table) override {
+        drop_graphs();  // recordings name the old copies' addresses (a drafter's bind replaces them)
         auto store = std::make_unique<gpu::WeightStore>();
         store->bind(table, stream_);
         weights_ = std::move(store);
