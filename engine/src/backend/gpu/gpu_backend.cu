@@ -14,13 +14,13 @@
 
 #if DS4_GPU_HOST_CODE
 #include <algorithm>
-#include <map>
-#include <vector>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/gpu/gpu_backend.h"
 #include "backend/gpu/gpu_kernels.h"
@@ -414,7 +414,7 @@ public:
         // here (its blocks find out from the position) and has room for its whole span's rows.
         const int64_t max_out = step_.on ? (n + r - 1) / r : n_out;
         if (max_out <= 0) return;
-        S.reserve_rows(il, cp.indexer, step_.on ? std::max(count + n_out, step_.plan_end / r) : count + n_out);
+        S.reserve_rows(il, cp.indexer, plan_end(p0, n) / r);  // count + n_out, or the span's rows
         const int mode = cp.indexer ? (cp.indexer_fp4 ? 3 : 2) : (cp.fp8_kv ? 1 : 0);
         uint16_t* rows = cp.indexer ? L.idx.get() : L.comp.get();
         gpu::launch_compress_rows(step_pos(p0), n, max_out, r, c.window, c.rows, c.width, Dc, c.kv.get(), c.score.get(),

@@ -111,13 +111,8 @@ void GpuSeqState::count_rows_to(int64_t p_end) {
     }
 }
 
-void GpuSeqState::drop_after(int64_t p) {
-    for (GpuLayerState& L : layers) {
-        if (!L.ratio) continue;
-        L.n_comp = p / L.ratio;
-        if (L.ratio == 4) L.n_idx = p / 4;
-    }
-}
+// The rows past p are simply not counted any more (rows are counted from positions).
+void GpuSeqState::drop_after(int64_t p) { count_rows_to(p); }
 
 int64_t GpuSeqState::bytes() const {
     int64_t b = 0;

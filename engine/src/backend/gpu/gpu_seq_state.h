@@ -70,8 +70,8 @@ public:
     // Room for `rows` stored rows of layer il's compressed (or indexer) rows, keeping those stored.
     // A move to a bigger buffer bumps generation() (recorded step graphs hold the old address).
     void reserve_rows(int64_t il, bool indexer, int64_t rows);
-    // The counts once a replayed step has stored every position before p_end (what the step's
-    // compress calls would have counted).
+    // The row counts of a state holding every position before p_end: after a replayed step
+    // (what its compress calls would have counted) and after a rewind (drop_after).
     void count_rows_to(int64_t p_end);
 
     // Unique per state object for the process (a recorded graph names the state's buffers), and
