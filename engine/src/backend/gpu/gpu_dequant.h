@@ -226,6 +226,18 @@ __device__ inline void fetch_chunk(const uint8_t* b, int j0, const uint64_t* gri
     }
 }
 
+// Q2_K's 8 weights of one chunk from its words: dd (f16 d, dmin), the sub-block's scale
+// byte sc, the chunk's two code words and the shift of its codes in their bytes.
+__device__ inline void decode_q2k_words(uint32_t dd, uint32_t sc, uint32_t q0w, uint32_t q1w, int shift, float* w) {
+    const float d = f16_bits_to_f32((uint16_t)(dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(dd >> 16));
+    const float dl = d * u_to_f32(sc & 0xFu), ml = dmin * u_to_f32(sc >> 4);
+    const uint32_t q0 = (q0w >> shift) & 0x03030303u, q1 = (q1w >> shift) & 0x03030303u;  // 4 codes each
+    for (int j = 0; j < 4; ++j) {
+        w[j] = ds4_fmaf(dl, magic_byte_to_f32(q0, j), -ml);
+        w[4 + j] = ds4_fmaf(dl, magic_byte_to_f32(q1, j), -ml);
+    }
+}
+
 template <uint32_t TYPE, bool WIDE>
 __device__ inline float decode_raw(const RawChunk<TYPE, WIDE>& r, int j0, float* w) {
     if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 8) {
@@ -236,20 +248,65 @@ __device__ inline float decode_raw(const RawChunk<TYPE, WIDE>& r, int j0, float*
         }
         return f16_bits_to_f32((uint16_t)r.d);
     } else if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 10) {
-        const float d = f16_bits_to_f32((uint16_t)(r.dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(r.dd >> 16));
-        const float dl = d * u_to_f32(r.sc & 0xFu), ml = dmin * u_to_f32(r.sc >> 4);
-        const int shift = 2 * ((j0 % 128) / 32);  // the chunk's codes are bits shift, shift + 1 of each byte
-        const uint32_t q0 = (r.q0 >> shift) & 0x03030303u, q1 = (r.q1 >> shift) & 0x03030303u;  // 4 codes each
-        for (int j = 0; j < 4; ++j) {
-            w[j] = ds4_fmaf(dl, magic_byte_to_f32(q0, j), -ml);
-            w[4 + j] = ds4_fmaf(dl, magic_byte_to_f32(q1, j), -ml);
-        }
+        // the chunk's codes are bits shift, shift + 1 of each byte
+        decode_q2k_words(r.dd, r.sc, r.q0, r.q1, 2 * ((j0 % 128) / 32), w);
         return 1.0f;
     } else {
         for (int j = 0; j < kChunk; ++j) w[j] = r.w[j];
         return r.d;
     }
 }
+
+// How a lane of the dot kernels (gpu_dot.h lane_chunks) walks a block it visits: `chunks`
+// chunks of it, whose loads fetch() issues together into one Raw; decode(raw, s, w) gives
+// chunk s's values and factor, and j0(s) its first element, in ascending order. A block is
+// shared by kLanes = (block / 8) / chunks lanes; `slot` (0 .. kLanes) is the lane's place
+// among them. By default a lane takes one chunk, at element 8 * slot.
+template <uint32_t TYPE, bool WIDE>
+struct BlockWalk {
+    static constexpr int chunks = 1;
+    static constexpr bool raw = RawChunk<TYPE, WIDE>::raw;
+    using Raw = RawChunk<TYPE, WIDE>;
+    __device__ static int j0(int slot, int) { return slot * kChunk; }
+    __device__ static void fetch(const uint8_t* b, int slot, const uint64_t* grid, Raw& r) {
+        fetch_chunk<TYPE, WIDE>(b, slot * kChunk, grid, r);
+    }
+    __device__ static float decode(const Raw& r, int slot, int, float* w) { return decode_raw<TYPE, WIDE>(r, slot * kChunk, w); }
+};
+
+// Q2_K: a lane takes the 4 chunks at elements 128 g + 32 s + i (s = 0..3; slot = 4 g + i / 8),
+// which share their two code words (chunk s is bits 2s, 2s + 1 of each byte). With word
+// loads (WIDE: the block starts on 4 bytes) five loads serve 32 weights; one chunk at a
+// time had needed four for 8, and the experts' decode had been bound by the bytes a lane
+// had in flight. Without, the same words from bytes, so the order is the same either way.
+struct Q2KQuad {
+    uint32_t dd, sc0, sc1, q0, q1;  // d and dmin; scale bytes 8g .. 8g + 8; the code words
+};
+template <bool WIDE>
+struct BlockWalk<10, WIDE> {
+    static constexpr int chunks = 4;
+    static constexpr bool raw = true;
+    using Raw = Q2KQuad;
+    __device__ static int j0(int slot, int s) { return 128 * (slot / 4) + 32 * s + 8 * (slot % 4); }
+    __device__ static uint32_t word(const uint8_t* b, int off) {
+        if constexpr (WIDE) return *reinterpret_cast<const uint32_t*>(b + off);
+        return rd32(b + off);
+    }
+    __device__ static void fetch(const uint8_t* b, int slot, const uint64_t*, Raw& r) {
+        const int g = slot / 4, i = 8 * (slot % 4);
+        r.sc0 = word(b, 8 * g);
+        r.sc1 = word(b, 8 * g + 4);
+        r.q0 = word(b, 16 + 32 * g + i);
+        r.q1 = word(b, 16 + 32 * g + i + 4);
+        r.dd = word(b, 80);
+    }
+    __device__ static float decode(const Raw& r, int slot, int s, float* w) {
+        // Chunk s lies in sub-block 8g + 2s + i / 16: byte 2 (s % 2) + i / 16 of scale word s / 2.
+        const uint32_t sc = ((s < 2 ? r.sc0 : r.sc1) >> (8 * (2 * (s % 2) + (slot % 4) / 2))) & 0xFFu;
+        decode_q2k_words(r.dd, sc, r.q0, r.q1, 2 * s, w);
+        return 1.0f;
+    }
+};
 
 // load_chunk with word and vector loads for the types the real model streams (Q8_0, Q2_K
 // and the float rows), when `wide` (the row starts on wide_alignment<TYPE>() and rows are a

@@ -10,7 +10,9 @@
 // waits on a barrier before the final tree.
 //
 // Order (what makes verify == decode bitwise): lane l reads chunks of 8 consecutive
-// elements l, l + L, l + 2L, ... in ascending order; per chunk p = the 8 products w_j * x_j
+// elements l, l + L, l + 2L, ... in ascending order (Q2_K: in blocks l / 8, l / 8 + L / 8,
+// ..., the 4 chunks of a block that share code words, gpu_dequant.h BlockWalk, also in
+// ascending order); per chunk p = the 8 products w_j * x_j
 // summed in element order with fmaf from 0, then acc = fmaf(d, p, acc) (d: the chunk's
 // factor). The L partial sums are then added in gpu_tree.h's fixed tree. Nothing depends on
 // NC, R or on how many columns are live: NC columns and R rows run copies of the one-row,
@@ -118,17 +120,19 @@ __device__ inline void chunk_products(const float (*w)[kChunk], const float* d, 
     }
 }
 
-// Chunks a lane has in flight per row: about 8 raw chunks (gpu_dequant.h RawChunk) or 4
-// decoded ones across the R rows.
+// Blocks (BlockWalk fetches) a lane has in flight per row: about 8 raw chunks' worth or 4
+// decoded ones across the R rows; a walk of 4 chunks a block (Q2_K) fetches 4 blocks' worth
+// of its words a row, so each of the R rows keeps 4 / R blocks (and at least one).
 template <uint32_t TYPE, bool WIDE, int R>
 __host__ __device__ constexpr int chunks_ahead() {
     static_assert(R == 1 || R == 2 || R == 4, "rows per group: 1, 2 or 4");
-    return RawChunk<TYPE, WIDE>::raw ? 8 / R : 4 / R;
+    using Walk = BlockWalk<TYPE, WIDE>;
+    return Walk::chunks > 1 ? 4 / R : Walk::raw ? 8 / R : 4 / R;
 }
 
-// The lane's chunks of R rows in order, A at a time: first the loads of all A x R
-// (fetch_chunk), then each decoded and multiplied in order. An index past the end fetches
-// the last chunk again and its products are dropped, so the loads carry no branch and are
+// The lane's chunks of R rows in order, A blocks at a time: first the loads of all A x R
+// (BlockWalk::fetch), then each decoded and multiplied in order. An index past the end fetches
+// the last block again and its products are dropped, so the loads carry no branch and are
 // in flight together (a plain unrolled loop left a bound check between chunks, and one
 // chunk's loads in flight). WIDE picks the decoder once, outside the loop.
 template <int NC, int R, uint32_t TYPE, bool WIDE>
@@ -136,29 +140,34 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
                                    int nc, bool x4, const uint64_t* grid, float* acc) {
     constexpr int A = chunks_ahead<TYPE, WIDE, R>();
     if constexpr (TypeInfo<TYPE>::block > 1) {
-        constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes, per_block = QK / kChunk;
+        using Walk = BlockWalk<TYPE, WIDE>;
+        constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes;
+        constexpr int per_block = QK / kChunk / Walk::chunks;  // lanes sharing a block
         if (ln.L % per_block == 0 && n % QK == 0) {
-            // The same chunks in the same order, by block: L is a multiple of a block's chunks
-            // (dot_lanes picks L >= 32), so every chunk of this lane sits at the same j0 of
-            // its block, and the offsets and shifts that follow from j0 are computed once.
-            const int j0 = (ln.lane % per_block) * kChunk;
+            // The same chunks in the same order, by block: L is a multiple of a block's lanes
+            // (dot_lanes picks L >= 32), so every block this lane visits it visits at the same
+            // slot, and the offsets and shifts that follow from the slot are computed once.
+            const int slot = ln.lane % per_block;
             const int64_t blocks = n / QK, step = ln.L / per_block;
             for (int64_t b0 = ln.lane / per_block; b0 < blocks; b0 += A * step) {
-                RawChunk<TYPE, WIDE> raw[A][R];
+                typename Walk::Raw raw[A][R];
 #pragma unroll
                 for (int u = 0; u < A; ++u) {
                     const int64_t b = b0 + u * step < blocks ? b0 + u * step : blocks - 1;
 #pragma unroll
-                    for (int r = 0; r < R; ++r) fetch_chunk<TYPE, WIDE>(rows[r] + b * NB, j0, grid, raw[u][r]);
+                    for (int r = 0; r < R; ++r) Walk::fetch(rows[r] + b * NB, slot, grid, raw[u][r]);
                 }
 #pragma unroll
                 for (int u = 0; u < A; ++u) {
                     const bool live = b0 + u * step < blocks;
                     const int64_t b = live ? b0 + u * step : blocks - 1;
-                    float w[R][kChunk], d[R];
 #pragma unroll
-                    for (int r = 0; r < R; ++r) d[r] = decode_raw<TYPE, WIDE>(raw[u][r], j0, w[r]);
-                    chunk_products<NC, R>(w, d, b * QK + j0, kChunk, live, x, nc, x4, acc);
+                    for (int s = 0; s < Walk::chunks; ++s) {
+                        float w[R][kChunk], d[R];
+#pragma unroll
+                        for (int r = 0; r < R; ++r) d[r] = Walk::decode(raw[u][r], slot, s, w[r]);
+                        chunk_products<NC, R>(w, d, b * QK + Walk::j0(slot, s), kChunk, live, x, nc, x4, acc);
+                    }
                 }
             }
             return;

@@ -113,25 +113,27 @@ extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n
 }
 
 // Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)),
-// R rows per group of lanes, NC columns per pass (1 when every expert has one column, as in
-// decode: fewer registers).
-template <int NC, int R, uint32_t TYPE>
+// RH rows of gate and the same RH rows of up per group of lanes (one pass of 2 RH rows: their
+// loads are in flight together, and each row's arithmetic is its own), NC columns per pass
+// (1 when every expert has one column, as in decode: fewer registers).
+template <int NC, int RH, uint32_t TYPE>
 __global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes,
                                        uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* active,
                                        const int32_t* n_active, const int32_t* count, const int32_t* start,
                                        const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act,
                                        const uint64_t* grid, int L, int wide, int x4) {
+    constexpr int R = 2 * RH;
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r0 = ds4::gpu::group_row(ln, R);
+    const int64_t r0 = ds4::gpu::group_row(ln, RH);
     const bool live = r0 < F;
-    const uint8_t *grows[R], *urows[R];  // rows past the expert repeat its last row; dropped
-    for (int r = 0; r < R; ++r) {
+    const uint8_t* rows[R];  // gate rows, then up rows; rows past the expert repeat its last row; dropped
+    for (int r = 0; r < RH; ++r) {
         const uint64_t off = grp.e * expert_bytes + (uint64_t)(r0 + r < F ? r0 + r : F - 1) * row_bytes;
-        grows[r] = gate + off;
-        urows[r] = up + off;
+        rows[r] = gate + off;
+        rows[RH + r] = up + off;
     }
     for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
         const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
@@ -140,18 +142,16 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_kernel(const uint8_t* gate, const
             const int64_t col = grp.first + c0 + (c < nc ? c : 0);
             x[c] = h + (int64_t)(tok_of ? tok_of[col] : col) * n_in;
         }
-        float acc[R * NC], g[R * NC], u[R * NC];
+        float acc[R * NC], gu[R * NC];
         for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
-        if (live) ds4::gpu::group_dot<NC, R, TYPE>(grows, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<R * NC>(acc, ln, part, g);
-        for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
-        if (live) ds4::gpu::group_dot<NC, R, TYPE>(urows, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<R * NC>(acc, ln, part, u);
+        if (live) ds4::gpu::group_dot<NC, R, TYPE>(rows, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+        ds4::gpu::group_reduce<R * NC>(acc, ln, part, gu);
         if (live && ln.lane == 0) {
-            for (int r = 0; r < R; ++r) {  // constant bounds: g and u stay in registers
+            for (int r = 0; r < RH; ++r) {  // constant bounds: gu stays in registers
                 for (int c = 0; c < NC; ++c) {
                     if (r0 + r < F && c < nc) {
-                        act[(grp.first + c0 + c) * F + r0 + r] = clamped_swiglu(g[r * NC + c], u[r * NC + c], clamp);
+                        act[(grp.first + c0 + c) * F + r0 + r] =
+                            clamped_swiglu(gu[r * NC + c], gu[(RH + r) * NC + c], clamp);
                     }
                 }
             }
@@ -192,17 +192,21 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_down_kernel(const uint8_t* down, uint64_t
     }
 }
 
-#define DS4_MOE_SIG(NC, R, T)                                                                                        \
-    template __global__ void ds4_moe_gate_up_kernel<NC, R, T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t,       \
-                                                              int64_t, const float*, const int32_t*, const int32_t*,    \
-                                                              const int32_t*, const int32_t*, const int32_t*, int64_t,  \
-                                                              int64_t, double, float*, const uint64_t*, int, int, int); \
-    template __global__ void ds4_moe_down_kernel<NC, R, T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*,    \
-                                                           const int32_t*, const int32_t*, const int32_t*,               \
-                                                           const int32_t*, int64_t, int64_t, float*, const uint64_t*,    \
+#define DS4_MOE_GATE_UP(NC, RH, T)                                                                               \
+    template __global__ void ds4_moe_gate_up_kernel<NC, RH, T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t,      \
+                                                               int64_t, const float*, const int32_t*, const int32_t*,   \
+                                                               const int32_t*, const int32_t*, const int32_t*, int64_t, \
+                                                               int64_t, double, float*, const uint64_t*, int, int, int);
+#define DS4_MOE_DOWN(NC, R, T)                                                                                    \
+    template __global__ void ds4_moe_down_kernel<NC, R, T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*, \
+                                                           const int32_t*, const int32_t*, const int32_t*,            \
+                                                           const int32_t*, int64_t, int64_t, float*, const uint64_t*, \
                                                            int, int, int);
-#define DS4_MOE_NC(NC, T) DS4_MOE_SIG(NC, 1, T) DS4_MOE_SIG(NC, ds4::gpu::max_group_rows<NC>(), T)
-#define DS4_MOE_INSTANCES(T) DS4_MOE_NC(1, T) DS4_MOE_NC(kMoeCols, T)
+// gate_up's rows per group are 2 RH (gate_up_rows_half); down's 1 or max_group_rows<NC>().
+#define DS4_MOE_INSTANCES(T)                                                                           \
+    DS4_MOE_GATE_UP(1, 1, T) DS4_MOE_GATE_UP(1, ds4::gpu::max_group_rows<1>() / 2, T)                  \
+    DS4_MOE_GATE_UP(kMoeCols, 1, T) DS4_MOE_DOWN(1, 1, T) DS4_MOE_DOWN(1, ds4::gpu::max_group_rows<1>(), T) \
+    DS4_MOE_DOWN(kMoeCols, 1, T) DS4_MOE_DOWN(kMoeCols, ds4::gpu::max_group_rows<kMoeCols>(), T)
 DS4_GPU_FOR_EACH_TYPE(DS4_MOE_INSTANCES)
 
 // One thread per (token, element): y = sum_k w_k out[col(i, k)] + shared, in double.
@@ -262,12 +266,14 @@ ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_
     }
 }
 
-// Rows per group of the kernel for one (decode) or kMoeCols columns.
+// Rows per group of the down kernel for one (decode) or kMoeCols columns; gate_up's groups
+// take half as many rows of gate and as many of up (at least one of each).
 int rows_of(const ExpertMatrix& m, bool one) {
     return !m.many ? 1 : one ? max_group_rows<1>() : max_group_rows<kMoeCols>();
 }
-dim3 grid_of(const ExpertMatrix& m, int64_t slots, bool one) {
-    return dim3(dot_row_blocks(m.rows, m.L, rows_of(m, one)), (unsigned)slots);
+int gate_up_rows_half(const ExpertMatrix& m, bool one) { return std::max(1, rows_of(m, one) / 2); }
+dim3 grid_of(const ExpertMatrix& m, int64_t slots, int rows_per_group) {
+    return dim3(dot_row_blocks(m.rows, m.L, rows_per_group), (unsigned)slots);
 }
 
 using GateUpKernel = void (*)(const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, const float*,
@@ -278,9 +284,10 @@ using DownKernel = void (*)(const uint8_t*, uint64_t, uint64_t, int64_t, const f
 
 template <uint32_t T>
 GateUpKernel gate_up_kernel(const ExpertMatrix& m, bool one) {
-    constexpr int R1 = max_group_rows<1>(), RC = max_group_rows<kMoeCols>();
-    if (one) return m.many ? ds4_moe_gate_up_kernel<1, R1, T> : ds4_moe_gate_up_kernel<1, 1, T>;
-    return m.many ? ds4_moe_gate_up_kernel<kMoeCols, RC, T> : ds4_moe_gate_up_kernel<kMoeCols, 1, T>;
+    constexpr int RH1 = max_group_rows<1>() / 2;
+    static_assert(max_group_rows<kMoeCols>() / 2 == 1, "gate_up of kMoeCols columns: one row of gate and of up");
+    if (one) return gate_up_rows_half(m, one) == RH1 ? ds4_moe_gate_up_kernel<1, RH1, T> : ds4_moe_gate_up_kernel<1, 1, T>;
+    return ds4_moe_gate_up_kernel<kMoeCols, 1, T>;
 }
 template <uint32_t T>
 DownKernel down_kernel(const ExpertMatrix& m, bool one) {
@@ -302,7 +309,7 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
-    ds4_launch(k, grid_of(m, slots, one), dim3(kDotBlock), s, gate, up, m.expert_bytes, m.row_bytes, m.n_in, h, active,
+    ds4_launch(k, grid_of(m, slots, gate_up_rows_half(m, one)), dim3(kDotBlock), s, gate, up, m.expert_bytes, m.row_bytes, m.n_in, h, active,
                n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, m.L, m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_kernel");
 }
@@ -320,7 +327,7 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
-    ds4_launch(k, grid_of(m, slots, one), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes, m.n_in, act, active,
+    ds4_launch(k, grid_of(m, slots, rows_of(m, one)), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes, m.n_in, act, active,
                n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_kernel");
 }
