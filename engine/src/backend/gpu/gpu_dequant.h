@@ -3,11 +3,17 @@
 // IQ2_XXS 16, BF16 30, MXFP4 39, ROCmFP 100-104 and 107). A chunk of eight never crosses
 // a block (blocks are 32 or 256 elements).
 //
+// Rows are as in the file except Q8_0's, which the backend stores split (WeightStore::bind,
+// gpu_layout.cu): a row of nb blocks is the nb x 32 int8 codes, then the nb f16 scales, in
+// the same row_bytes. The codes of a chunk are then one aligned 8-byte word, where the
+// file's 34-byte blocks allowed 2-byte loads only (five for 8 weights).
+//
 // load_chunk<TYPE>(row, k, n, grid, w) fills w[0..8) and returns a factor d: element
 // 8k + j of the row is w[j] * d. Types whose block has one scale (Q8_0, Q4_0, MXFP4)
 // return the scale as d and the integer codes as w, so the dot kernels multiply it once
-// per chunk; decode_chunk(b, j0, ...) is the same for the chunk at element j0 of the block
-// at b (the dot kernels call it with a j0 fixed per lane). The others return d = 1 and w =
+// per chunk; decode_chunk(row, blk, nb, j0, ...) is the same for the chunk at element j0 of
+// block blk of a row of nb blocks (the dot kernels call it with a j0 fixed per lane). The
+// others return d = 1 and w =
 // the element value, decoded with the same
 // float operations as the CPU's dot decoders (quant/dequant_blocks.h, block_dot_decoder_for:
 // Q2_K / Q4_K fuse d*q - m into one fma). Weights therefore match the CPU's bit for bit.
@@ -26,6 +32,9 @@ constexpr int kChunk = 8;
 
 struct alignas(16) uint4_t {
     uint32_t a, b, c, d;
+};
+struct alignas(8) Word2 {
+    uint32_t lo, hi;
 };
 
 __device__ inline uint16_t rd16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
@@ -99,12 +108,14 @@ struct TypeInfo {
                                : TYPE == 104 ? 14 : TYPE == 107 ? 10 : 0;
 };
 
-// Quant types: the chunk at element j0 (a multiple of 8) of the block at b.
+// Quant types: the chunk at element j0 (a multiple of 8) of block blk of a row of nb blocks.
 template <uint32_t TYPE>
-__device__ inline float decode_chunk(const uint8_t* b, int j0, const uint64_t* grid, float* w) {
-    if constexpr (TYPE == 8) {  // Q8_0: { f16 d; int8 qs[32] }
-        for (int j = 0; j < kChunk; ++j) w[j] = s8_to_f32(b[2 + j0 + j]);
-        return h2f(b);
+__device__ inline float decode_chunk(const uint8_t* row, int64_t blk, int64_t nb, int j0, const uint64_t* grid,
+                                     float* w) {
+    const uint8_t* b = row + blk * TypeInfo<TYPE>::bytes;  // the block, as in the file (not Q8_0)
+    if constexpr (TYPE == 8) {  // Q8_0, split: codes at 32 blk, the f16 scale at 32 nb + 2 blk
+        for (int j = 0; j < kChunk; ++j) w[j] = s8_to_f32(row[32 * blk + j0 + j]);
+        return h2f(row + 32 * nb + 2 * blk);
     } else if constexpr (TYPE == 2) {  // Q4_0: { f16 d; u8 qs[16] }, low nibbles then high
         for (int j = 0; j < kChunk; ++j) {
             const int e = j0 + j;
@@ -174,8 +185,8 @@ __device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, con
         }
         return 1.0f;
     } else {
-        constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes;
-        return decode_chunk<TYPE>(row + (e0 / QK) * NB, (int)(e0 % QK), grid, w);
+        constexpr int QK = TypeInfo<TYPE>::block;
+        return decode_chunk<TYPE>(row, e0 / QK, n / QK, (int)(e0 % QK), grid, w);
     }
 }
 
@@ -183,14 +194,14 @@ __device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, con
 // wide path for the type.
 template <uint32_t TYPE>
 __host__ __device__ constexpr int wide_alignment() {
-    return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16 : TYPE == 8 ? 2 : TYPE == 10 ? 4 : 0;
+    return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16 : TYPE == 8 ? 8 : TYPE == 10 ? 4 : 0;
 }
 
 // A chunk in two steps, so a lane can have several chunks' loads in flight before it decodes
-// any: fetch_chunk<TYPE, WIDE> loads what the chunk at element j0 of the block at b needs
-// into a RawChunk, decode_raw turns it into decode_chunk's values and factor, bit for bit.
-// Q8_0 and Q2_K with WIDE (the block starts on wide_alignment<TYPE>()) keep the raw words
-// (5 and 4 registers); every other case decodes at fetch time and keeps the 9 floats.
+// any: fetch_chunk<TYPE, WIDE> loads what the chunk at element j0 of block blk needs into a
+// RawChunk, decode_raw turns it into decode_chunk's values and factor, bit for bit. Q8_0
+// and Q2_K with WIDE (the row starts on wide_alignment<TYPE>()) keep the raw words (3 and 4
+// registers); every other case decodes at fetch time and keeps the 9 floats.
 template <uint32_t TYPE, bool WIDE>
 struct RawChunk {
     static constexpr bool raw = false;
@@ -198,9 +209,9 @@ struct RawChunk {
     float d;
 };
 template <>
-struct RawChunk<8, true> {  // Q8_0: the f16 scale and 4 little-endian pairs of int8 codes
+struct RawChunk<8, true> {  // Q8_0: the f16 scale and the 8 int8 codes, little-endian
     static constexpr bool raw = true;
-    uint32_t d, q[4];
+    uint32_t d, q0, q1;
 };
 template <>
 struct RawChunk<10, true> {  // Q2_K: d and dmin, the sub-block's scale byte, the 2 code words
@@ -209,11 +220,14 @@ struct RawChunk<10, true> {  // Q2_K: d and dmin, the sub-block's scale byte, th
 };
 
 template <uint32_t TYPE, bool WIDE>
-__device__ inline void fetch_chunk(const uint8_t* b, int j0, const uint64_t* grid, RawChunk<TYPE, WIDE>& r) {
-    if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 8) {  // 2-byte aligned blocks of 34
-        const uint16_t* q = reinterpret_cast<const uint16_t*>(b + 2 + j0);
-        for (int j = 0; j < 4; ++j) r.q[j] = q[j];
-        r.d = *reinterpret_cast<const uint16_t*>(b);
+__device__ inline void fetch_chunk(const uint8_t* row, int64_t blk, int64_t nb, int j0, const uint64_t* grid,
+                                   RawChunk<TYPE, WIDE>& r) {
+    const uint8_t* b = row + blk * TypeInfo<TYPE>::bytes;  // not Q8_0 (split rows)
+    if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 8) {  // one 8-byte word of codes, 8-byte aligned rows
+        const Word2 q = *reinterpret_cast<const Word2*>(row + 32 * blk + j0);
+        r.q0 = q.lo;
+        r.q1 = q.hi;
+        r.d = *reinterpret_cast<const uint16_t*>(row + 32 * nb + 2 * blk);
     } else if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 10) {  // 4-byte aligned blocks of 84
         r.dd = *reinterpret_cast<const uint32_t*>(b + 80);
         r.sc = b[j0 / 16];
@@ -222,7 +236,7 @@ __device__ inline void fetch_chunk(const uint8_t* b, int j0, const uint64_t* gri
         r.q0 = qw[0];
         r.q1 = qw[1];
     } else {
-        r.d = decode_chunk<TYPE>(b, j0, grid, r.w);
+        r.d = decode_chunk<TYPE>(row, blk, nb, j0, grid, r.w);
     }
 }
 
@@ -241,10 +255,10 @@ __device__ inline void decode_q2k_words(uint32_t dd, uint32_t sc, uint32_t q0w, 
 template <uint32_t TYPE, bool WIDE>
 __device__ inline float decode_raw(const RawChunk<TYPE, WIDE>& r, int j0, float* w) {
     if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 8) {
+        const uint32_t t0 = r.q0 ^ 0x80808080u, t1 = r.q1 ^ 0x80808080u;  // int8 + 128, four codes at once
         for (int j = 0; j < 4; ++j) {
-            const uint32_t t = r.q[j] ^ 0x8080u;  // int8 + 128, two codes at once
-            w[2 * j] = magic_byte_to_f32(t, 0, 128.0f);
-            w[2 * j + 1] = magic_byte_to_f32(t, 1, 128.0f);
+            w[j] = magic_byte_to_f32(t0, j, 128.0f);
+            w[4 + j] = magic_byte_to_f32(t1, j, 128.0f);
         }
         return f16_bits_to_f32((uint16_t)r.d);
     } else if constexpr (RawChunk<TYPE, WIDE>::raw && TYPE == 10) {
@@ -268,10 +282,12 @@ struct BlockWalk {
     static constexpr bool raw = RawChunk<TYPE, WIDE>::raw;
     using Raw = RawChunk<TYPE, WIDE>;
     __device__ static int j0(int slot, int) { return slot * kChunk; }
-    __device__ static void fetch(const uint8_t* b, int slot, const uint64_t* grid, Raw& r) {
-        fetch_chunk<TYPE, WIDE>(b, slot * kChunk, grid, r);
+    __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t nb, int slot, const uint64_t* grid, Raw& r) {
+        fetch_chunk<TYPE, WIDE>(row, blk, nb, slot * kChunk, grid, r);
     }
-    __device__ static float decode(const Raw& r, int slot, int, float* w) { return decode_raw<TYPE, WIDE>(r, slot * kChunk, w); }
+    __device__ static float decode(const Raw& r, int slot, int, float* w) {
+        return decode_raw<TYPE, WIDE>(r, slot * kChunk, w);
+    }
 };
 
 // Q2_K: a lane takes the 4 chunks at elements 128 g + 32 s + i (s = 0..3; slot = 4 g + i / 8),
@@ -292,7 +308,8 @@ struct BlockWalk<10, WIDE> {
         if constexpr (WIDE) return *reinterpret_cast<const uint32_t*>(b + off);
         return rd32(b + off);
     }
-    __device__ static void fetch(const uint8_t* b, int slot, const uint64_t*, Raw& r) {
+    __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int slot, const uint64_t*, Raw& r) {
+        const uint8_t* b = row + blk * TypeInfo<10>::bytes;
         const int g = slot / 4, i = 8 * (slot % 4);
         r.sc0 = word(b, 8 * g);
         r.sc1 = word(b, 8 * g + 4);
@@ -342,10 +359,10 @@ __device__ inline float load_chunk_wide(const uint8_t* row, int64_t k, int64_t n
                     return 1.0f;
                 }
             } else {
-                constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes;
+                constexpr int QK = TypeInfo<TYPE>::block;
                 const int j0 = (int)(e0 % QK);
                 RawChunk<TYPE, true> r;
-                fetch_chunk<TYPE, true>(row + (e0 / QK) * NB, j0, grid, r);
+                fetch_chunk<TYPE, true>(row, e0 / QK, n / QK, j0, grid, r);
                 return decode_raw<TYPE, true>(r, j0, w);
             }
         }

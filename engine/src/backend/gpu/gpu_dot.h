@@ -141,7 +141,7 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
     constexpr int A = chunks_ahead<TYPE, WIDE, R>();
     if constexpr (TypeInfo<TYPE>::block > 1) {
         using Walk = BlockWalk<TYPE, WIDE>;
-        constexpr int QK = TypeInfo<TYPE>::block, NB = TypeInfo<TYPE>::bytes;
+        constexpr int QK = TypeInfo<TYPE>::block;
         constexpr int per_block = QK / kChunk / Walk::chunks;  // lanes sharing a block
         if (ln.L % per_block == 0 && n % QK == 0) {
             // The same chunks in the same order, by block: L is a multiple of a block's lanes
@@ -155,7 +155,7 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
                 for (int u = 0; u < A; ++u) {
                     const int64_t b = b0 + u * step < blocks ? b0 + u * step : blocks - 1;
 #pragma unroll
-                    for (int r = 0; r < R; ++r) Walk::fetch(rows[r] + b * NB, slot, grid, raw[u][r]);
+                    for (int r = 0; r < R; ++r) Walk::fetch(rows[r], b, blocks, slot, grid, raw[u][r]);
                 }
 #pragma unroll
                 for (int u = 0; u < A; ++u) {

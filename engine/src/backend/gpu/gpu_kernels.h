@@ -37,6 +37,11 @@ int dot_lanes(int64_t rows, int64_t n_in);
 bool row_groups_for(int64_t rows);
 // (dot_wide<T>, whether rows allow the wide loads, is in gpu_dot.h.)
 
+// ---- gpu_layout.cu ----
+// n_rows Q8_0 rows of nb blocks at src (the file's layout) to dst split: each row's codes,
+// then its scales (gpu_dequant.h). src and dst must not overlap.
+void launch_q8_0_split(const uint8_t* src, uint8_t* dst, int64_t n_rows, int64_t nb, void* s);
+
 // ---- gpu_norm.cu ----
 // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted) for n_rows rows of n;
 // the sum of squares in double, in a fixed order. y may equal x.

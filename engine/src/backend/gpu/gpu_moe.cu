@@ -286,7 +286,9 @@ template <uint32_t T>
 GateUpKernel gate_up_kernel(const ExpertMatrix& m, bool one) {
     constexpr int RH1 = max_group_rows<1>() / 2;
     static_assert(max_group_rows<kMoeCols>() / 2 == 1, "gate_up of kMoeCols columns: one row of gate and of up");
-    if (one) return gate_up_rows_half(m, one) == RH1 ? ds4_moe_gate_up_kernel<1, RH1, T> : ds4_moe_gate_up_kernel<1, 1, T>;
+    if (one) {
+        return gate_up_rows_half(m, one) == RH1 ? ds4_moe_gate_up_kernel<1, RH1, T> : ds4_moe_gate_up_kernel<1, 1, T>;
+    }
     return ds4_moe_gate_up_kernel<kMoeCols, 1, T>;
 }
 template <uint32_t T>
@@ -309,8 +311,9 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
-    ds4_launch(k, grid_of(m, slots, gate_up_rows_half(m, one)), dim3(kDotBlock), s, gate, up, m.expert_bytes, m.row_bytes, m.n_in, h, active,
-               n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, m.L, m.wide, x4);
+    ds4_launch(k, grid_of(m, slots, gate_up_rows_half(m, one)), dim3(kDotBlock), s, gate, up, m.expert_bytes,
+               m.row_bytes, m.n_in, h, active, n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, m.L,
+               m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_kernel");
 }
 
@@ -327,8 +330,8 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
-    ds4_launch(k, grid_of(m, slots, rows_of(m, one)), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes, m.n_in, act, active,
-               n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);
+    ds4_launch(k, grid_of(m, slots, rows_of(m, one)), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes, m.n_in,
+               act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_kernel");
 }
 

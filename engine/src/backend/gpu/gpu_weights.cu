@@ -2,10 +2,12 @@
 #include "backend/gpu/gpu_compat.h"
 
 #if DS4_GPU_HOST_CODE
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "backend/gpu/gpu_kernels.h"
 #include "backend/gpu/gpu_runtime.h"
 #include "backend/gpu/gpu_weights.h"
 #include "core/numerics.h"
@@ -47,6 +49,20 @@ std::vector<float> to_floats(const WeightView& v) {
     return out;
 }
 
+// Q8_0 tensors are stored split (gpu_layout.cu); their rows go through a staging buffer of
+// at most this many bytes (whole rows), so binding needs no second copy of a tensor.
+constexpr uint64_t kStagingBytes = 64ull << 20;
+bool stored_split(const WeightView& v) {
+    return v.type == 8 && v.n_in() % 32 == 0 && v.row_bytes == (uint64_t)v.n_in() / 32 * 34;
+}
+uint64_t staging_rows(const WeightView& v) { return std::max<uint64_t>(1, kStagingBytes / v.row_bytes); }
+struct Staging {  // freed on every way out of bind (cudaFree waits for the copies using it)
+    void* p = nullptr;
+    ~Staging() {
+        if (p) (void)DS4_GPU_RT(Free)(p);
+    }
+};
+
 std::string mib(uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MiB"; }
 
 }  // namespace
@@ -66,7 +82,7 @@ void WeightStore::bind(const WeightTable& table, void* stream) {
     // Layout first: one allocation for everything, so binding is one malloc and the
     // memory check is exact.
     std::vector<uint64_t> off(table.views.size()), off_f32(table.views.size(), 0);
-    uint64_t total = 0;
+    uint64_t total = 0, staging = 0;
     for (size_t i = 0; i < table.views.size(); ++i) {
         const WeightView& v = table.views[i];
         if (v.id != (int32_t)i) {
@@ -76,6 +92,7 @@ void WeightStore::bind(const WeightTable& table, void* stream) {
         if (!v.present()) continue;
         off[i] = total;
         total = align_up(total + v.bytes());
+        if (stored_split(v)) staging = std::max(staging, std::min<uint64_t>(v.n_rows(), staging_rows(v)) * v.row_bytes);
         if (wants_float_copy(v)) {
             off_f32[i] = total;
             total = align_up(total + 4 * (uint64_t)v.n_elements());
@@ -83,11 +100,14 @@ void WeightStore::bind(const WeightTable& table, void* stream) {
     }
     size_t free_b = 0, total_b = 0;
     DS4_GPU_CHECK(MemGetInfo, &free_b, &total_b);
-    if (total > free_b) {
-        throw UnsupportedError(DS4_GPU_WHO ": the model's weights need " + mib(total) + " of device memory; " +
+    if (total + staging > free_b) {
+        throw UnsupportedError(DS4_GPU_WHO ": the model's weights need " + mib(total + staging) +
+                               " of device memory; " +
                                mib(free_b) + " of " + mib(total_b) + " are free");
     }
     if (total > 0) gpu_check(DS4_GPU_RT(Malloc)(&block_, total), DS4_GPU_RT_PREFIX "Malloc", mib(total));
+    Staging stage;
+    if (staging > 0) gpu_check(DS4_GPU_RT(Malloc)(&stage.p, staging), DS4_GPU_RT_PREFIX "Malloc", mib(staging));
     bytes_ = total;
     uint8_t* base = static_cast<uint8_t*>(block_);
     const ds4_gpu_stream_t s = (ds4_gpu_stream_t)stream;
@@ -99,8 +119,22 @@ void WeightStore::bind(const WeightTable& table, void* stream) {
         DeviceWeight& dw = by_id_[i];
         dw.host = v.data;
         dw.data = base + off[i];
-        gpu_check(DS4_GPU_RT(MemcpyAsync)(base + off[i], v.data, v.bytes(), ds4GpuMemcpyHostToDevice, s),
-                  DS4_GPU_RT_PREFIX "MemcpyAsync", "tensor '" + v.name + "'");
+        if (stored_split(v)) {
+            // Slices of whole rows: copy, then split into place (stream order keeps the
+            // staging buffer free for the next copy).
+            const int64_t step = (int64_t)staging_rows(v);
+            for (int64_t r0 = 0; r0 < v.n_rows(); r0 += step) {
+                const int64_t rows = std::min<int64_t>(step, v.n_rows() - r0);
+                gpu_check(DS4_GPU_RT(MemcpyAsync)(stage.p, v.row(r0), (size_t)rows * v.row_bytes,
+                                                  ds4GpuMemcpyHostToDevice, s),
+                          DS4_GPU_RT_PREFIX "MemcpyAsync", "tensor '" + v.name + "'");
+                launch_q8_0_split(static_cast<const uint8_t*>(stage.p), base + off[i] + (uint64_t)r0 * v.row_bytes,
+                                  rows, v.n_in() / 32, stream);
+            }
+        } else {
+            gpu_check(DS4_GPU_RT(MemcpyAsync)(base + off[i], v.data, v.bytes(), ds4GpuMemcpyHostToDevice, s),
+                      DS4_GPU_RT_PREFIX "MemcpyAsync", "tensor '" + v.name + "'");
+        }
         if (wants_float_copy(v)) {
             staged.push_back(to_floats(v));
             dw.f32 = reinterpret_cast<const float*>(base + off_f32[i]);

@@ -1,6 +1,7 @@
 // The GPU backend's copy of a model's weight table (Backend::bind_weights): every
 // view's bytes uploaded once, as they are in the file (quantised types stay
-// quantised), into one device allocation, plus float copies of the small
+// quantised; Q8_0 rows are stored split, gpu_dequant.h says how), into one device
+// allocation, plus float copies of the small
 // weight-like tables the model marks (WeightView::vector: norms, biases, sinks,
 // HC scale/base, APE) that element-wise kernels read. Views are found by id;
 // a view must be the one bound under its id (same data pointer), so a view from
