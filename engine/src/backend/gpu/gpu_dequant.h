@@ -194,7 +194,7 @@ __device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, con
 // wide path for the type.
 template <uint32_t TYPE>
 __host__ __device__ constexpr int wide_alignment() {
-    return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16 : TYPE == 8 ? 8 : TYPE == 10 ? 4 : 0;
+    return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16 : TYPE == 8 ? 8 : TYPE == 10 || TYPE == 12 ? 4 : 0;
 }
 
 // A chunk in two steps, so a lane can have several chunks' loads in flight before it decodes
@@ -321,6 +321,62 @@ struct BlockWalk<10, WIDE> {
         // Chunk s lies in sub-block 8g + 2s + i / 16: byte 2 (s % 2) + i / 16 of scale word s / 2.
         const uint32_t sc = ((s < 2 ? r.sc0 : r.sc1) >> (8 * (2 * (s % 2) + (slot % 4) / 2))) & 0xFFu;
         decode_q2k_words(r.dd, sc, r.q0, r.q1, 2 * s, w);
+        return 1.0f;
+    }
+};
+
+// Q4_K: { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] }, qs bytes 32p .. 32p + 32 holding
+// elements 64p + l (low nibbles) and 64p + 32 + l (high). A lane takes the chunks at the same
+// elements as Q2_K's walk, 128 h + 32 s + i (s = 0..3; slot = 4 h + i / 8): their codes are the
+// 8 bytes at 64h + i (low, then high nibbles) and the 8 at 64h + 32 + i. Eight word loads
+// serve 32 weights; the byte decoder had loaded every code byte and scale byte alone.
+struct Q4KQuad {
+    uint32_t dd, sc0, sc1, sc2, qa0, qa1, qb0, qb1;  // d and dmin; the 12 scale bytes; the code words
+};
+template <bool WIDE>
+struct BlockWalk<12, WIDE> {
+    static constexpr int chunks = 4;
+    static constexpr bool raw = true;
+    using Raw = Q4KQuad;
+    __device__ static int j0(int slot, int s) { return 128 * (slot / 4) + 32 * s + 8 * (slot % 4); }
+    __device__ static uint32_t word(const uint8_t* b, int off) {
+        if constexpr (WIDE) return *reinterpret_cast<const uint32_t*>(b + off);
+        return rd32(b + off);
+    }
+    __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int slot, const uint64_t*, Raw& r) {
+        const uint8_t* b = row + blk * TypeInfo<12>::bytes;
+        const int h = slot / 4, i = 8 * (slot % 4);
+        r.dd = word(b, 0);
+        r.sc0 = word(b, 4);
+        r.sc1 = word(b, 8);
+        r.sc2 = word(b, 12);
+        r.qa0 = word(b, 16 + 64 * h + i);
+        r.qa1 = word(b, 16 + 64 * h + i + 4);
+        r.qb0 = word(b, 16 + 64 * h + 32 + i);
+        r.qb1 = word(b, 16 + 64 * h + 32 + i + 4);
+    }
+    __device__ static uint32_t scale_byte(const Raw& r, int x) {
+        return ((x < 4 ? r.sc0 : x < 8 ? r.sc1 : r.sc2) >> (8 * (x % 4))) & 0xFFu;
+    }
+    __device__ static float decode(const Raw& r, int slot, int s, float* w) {
+        const int k = 4 * (slot / 4) + s;  // the chunk's sub-block; q4k_scale_min's unpacking
+        uint32_t sc, m;
+        if (k < 4) {
+            sc = scale_byte(r, k) & 63u;
+            m = scale_byte(r, k + 4) & 63u;
+        } else {
+            sc = (scale_byte(r, k + 4) & 0x0Fu) | ((scale_byte(r, k - 4) >> 6) << 4);
+            m = (scale_byte(r, k + 4) >> 4) | ((scale_byte(r, k) >> 6) << 4);
+        }
+        const float d = f16_bits_to_f32((uint16_t)(r.dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(r.dd >> 16));
+        const float dl = d * u_to_f32(sc), ml = dmin * u_to_f32(m);
+        const int shift = 4 * (s % 2);
+        const uint32_t q0 = ((s < 2 ? r.qa0 : r.qb0) >> shift) & 0x0F0F0F0Fu;  // 4 codes each
+        const uint32_t q1 = ((s < 2 ? r.qa1 : r.qb1) >> shift) & 0x0F0F0F0Fu;
+        for (int j = 0; j < 4; ++j) {
+            w[j] = ds4_fmaf(dl, magic_byte_to_f32(q0, j), -ml);
+            w[4 + j] = ds4_fmaf(dl, magic_byte_to_f32(q1, j), -ml);
+        }
         return 1.0f;
     }
 };

@@ -4,15 +4,15 @@
 // up to NC columns (the columns' values loaded once for the R rows).
 //
 // Memory: each lane loads its chunks straight from global memory, with word or 16-byte loads
-// for the types the real model streams (Q8_0, Q2_K, F16, BF16, F32: gpu_dequant.h
+// for the types the real model streams (Q8_0, Q2_K, Q4_K, F16, BF16, F32: gpu_dequant.h
 // load_chunk_wide) when the row's alignment allows, and the byte decoder otherwise; the
 // 32 lanes of a warp read neighbouring chunks, so a warp's loads are coalesced, and nothing
 // waits on a barrier before the final tree.
 //
 // Order (what makes verify == decode bitwise): lane l reads chunks of 8 consecutive
-// elements l, l + L, l + 2L, ... in ascending order (Q2_K: in blocks l / 8, l / 8 + L / 8,
-// ..., the 4 chunks of a block that share code words, gpu_dequant.h BlockWalk, also in
-// ascending order); per chunk p = the 8 products w_j * x_j
+// elements l, l + L, l + 2L, ... in ascending order (Q2_K and Q4_K: in blocks l / 8,
+// l / 8 + L / 8, ..., the 4 chunks of a block whose codes share words, gpu_dequant.h
+// BlockWalk, also in ascending order); per chunk p = the 8 products w_j * x_j
 // summed in element order with fmaf from 0, then acc = fmaf(d, p, acc) (d: the chunk's
 // factor). The L partial sums are then added in gpu_tree.h's fixed tree. Nothing depends on
 // NC, R or on how many columns are live: NC columns and R rows run copies of the one-row,
@@ -121,7 +121,7 @@ __device__ inline void chunk_products(const float (*w)[kChunk], const float* d, 
 }
 
 // Blocks (BlockWalk fetches) a lane has in flight per row: about 8 raw chunks' worth or 4
-// decoded ones across the R rows; a walk of 4 chunks a block (Q2_K) fetches 4 blocks' worth
+// decoded ones across the R rows; a walk of 4 chunks a block (Q2_K, Q4_K) fetches 4 blocks' worth
 // of its words a row, so each of the R rows keeps 4 / R blocks (and at least one).
 template <uint32_t TYPE, bool WIDE, int R>
 __host__ __device__ constexpr int chunks_ahead() {
