@@ -290,6 +290,19 @@ struct BlockWalk {
     }
 };
 
+// What the Q2_K and Q4_K walks share: the chunks at 128 h + 32 s + i of a 256-element block
+// (s = 0..3; slot = 4 h + i / 8), and words read aligned (WIDE) or from bytes.
+template <bool WIDE>
+struct QuadWalk {
+    static constexpr int chunks = 4;
+    static constexpr bool raw = true;
+    __device__ static int j0(int slot, int s) { return 128 * (slot / 4) + 32 * s + 8 * (slot % 4); }
+    __device__ static uint32_t word(const uint8_t* b, int off) {
+        if constexpr (WIDE) return *reinterpret_cast<const uint32_t*>(b + off);
+        return rd32(b + off);
+    }
+};
+
 // Q2_K: a lane takes the 4 chunks at elements 128 g + 32 s + i (s = 0..3; slot = 4 g + i / 8),
 // which share their two code words (chunk s is bits 2s, 2s + 1 of each byte). With word
 // loads (WIDE: the block starts on 4 bytes) five loads serve 32 weights; one chunk at a
@@ -299,23 +312,17 @@ struct Q2KQuad {
     uint32_t dd, sc0, sc1, q0, q1;  // d and dmin; scale bytes 8g .. 8g + 8; the code words
 };
 template <bool WIDE>
-struct BlockWalk<10, WIDE> {
-    static constexpr int chunks = 4;
-    static constexpr bool raw = true;
+struct BlockWalk<10, WIDE> : QuadWalk<WIDE> {
     using Raw = Q2KQuad;
-    __device__ static int j0(int slot, int s) { return 128 * (slot / 4) + 32 * s + 8 * (slot % 4); }
-    __device__ static uint32_t word(const uint8_t* b, int off) {
-        if constexpr (WIDE) return *reinterpret_cast<const uint32_t*>(b + off);
-        return rd32(b + off);
-    }
+    using Base = QuadWalk<WIDE>;
     __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int slot, const uint64_t*, Raw& r) {
         const uint8_t* b = row + blk * TypeInfo<10>::bytes;
         const int g = slot / 4, i = 8 * (slot % 4);
-        r.sc0 = word(b, 8 * g);
-        r.sc1 = word(b, 8 * g + 4);
-        r.q0 = word(b, 16 + 32 * g + i);
-        r.q1 = word(b, 16 + 32 * g + i + 4);
-        r.dd = word(b, 80);
+        r.sc0 = Base::word(b, 8 * g);
+        r.sc1 = Base::word(b, 8 * g + 4);
+        r.q0 = Base::word(b, 16 + 32 * g + i);
+        r.q1 = Base::word(b, 16 + 32 * g + i + 4);
+        r.dd = Base::word(b, 80);
     }
     __device__ static float decode(const Raw& r, int slot, int s, float* w) {
         // Chunk s lies in sub-block 8g + 2s + i / 16: byte 2 (s % 2) + i / 16 of scale word s / 2.
@@ -326,34 +333,28 @@ struct BlockWalk<10, WIDE> {
 };
 
 // Q4_K: { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] }, qs bytes 32p .. 32p + 32 holding
-// elements 64p + l (low nibbles) and 64p + 32 + l (high). A lane takes the chunks at the same
-// elements as Q2_K's walk, 128 h + 32 s + i (s = 0..3; slot = 4 h + i / 8): their codes are the
+// elements 64p + l (low nibbles) and 64p + 32 + l (high). A lane takes the chunks QuadWalk
+// names, as Q2_K's: their codes are the
 // 8 bytes at 64h + i (low, then high nibbles) and the 8 at 64h + 32 + i. Eight word loads
 // serve 32 weights; the byte decoder had loaded every code byte and scale byte alone.
 struct Q4KQuad {
     uint32_t dd, sc0, sc1, sc2, qa0, qa1, qb0, qb1;  // d and dmin; the 12 scale bytes; the code words
 };
 template <bool WIDE>
-struct BlockWalk<12, WIDE> {
-    static constexpr int chunks = 4;
-    static constexpr bool raw = true;
+struct BlockWalk<12, WIDE> : QuadWalk<WIDE> {
     using Raw = Q4KQuad;
-    __device__ static int j0(int slot, int s) { return 128 * (slot / 4) + 32 * s + 8 * (slot % 4); }
-    __device__ static uint32_t word(const uint8_t* b, int off) {
-        if constexpr (WIDE) return *reinterpret_cast<const uint32_t*>(b + off);
-        return rd32(b + off);
-    }
+    using Base = QuadWalk<WIDE>;
     __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int slot, const uint64_t*, Raw& r) {
         const uint8_t* b = row + blk * TypeInfo<12>::bytes;
         const int h = slot / 4, i = 8 * (slot % 4);
-        r.dd = word(b, 0);
-        r.sc0 = word(b, 4);
-        r.sc1 = word(b, 8);
-        r.sc2 = word(b, 12);
-        r.qa0 = word(b, 16 + 64 * h + i);
-        r.qa1 = word(b, 16 + 64 * h + i + 4);
-        r.qb0 = word(b, 16 + 64 * h + 32 + i);
-        r.qb1 = word(b, 16 + 64 * h + 32 + i + 4);
+        r.dd = Base::word(b, 0);
+        r.sc0 = Base::word(b, 4);
+        r.sc1 = Base::word(b, 8);
+        r.sc2 = Base::word(b, 12);
+        r.qa0 = Base::word(b, 16 + 64 * h + i);
+        r.qa1 = Base::word(b, 16 + 64 * h + i + 4);
+        r.qb0 = Base::word(b, 16 + 64 * h + 32 + i);
+        r.qb1 = Base::word(b, 16 + 64 * h + 32 + i + 4);
     }
     __device__ static uint32_t scale_byte(const Raw& r, int x) {
         return ((x < 4 ? r.sc0 : x < 8 ? r.sc1 : r.sc2) >> (8 * (x % 4))) & 0xFFu;
