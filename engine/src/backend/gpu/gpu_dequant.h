@@ -9,8 +9,8 @@
 // file's 34-byte blocks allowed 2-byte loads only (five for 8 weights).
 //
 // load_chunk<TYPE>(row, k, n, grid, w) fills w[0..8) and returns a factor d: element
-// 8k + j of the row is w[j] * d. Types whose block has one scale (Q8_0, Q4_0, MXFP4)
-// return the scale as d and the integer codes as w, so the dot kernels multiply it once
+// 8k + j of the row is w[j] * d. Types whose chunk has one scale (Q8_0, Q4_0, MXFP4, the
+// ROCmFP types) return the scale as d and the integer codes as w, so the dot kernels multiply it once
 // per chunk; decode_chunk(row, blk, nb, j0, ...) is the same for the chunk at element j0 of
 // block blk of a row of nb blocks (the dot kernels call it with a j0 fixed per lane). The
 // others return d = 1 and w =
@@ -63,8 +63,8 @@ __device__ inline float f16_bits_to_f32(uint16_t h) {
 // Exact (float)u for 0 <= u < 2^23.
 __device__ inline float u_to_f32(uint32_t u) { return ds4::num::f32_of(0x4B000000u | u) - 8388608.0f; }
 
-// Exact (float)(byte j of m) - offset (j a constant; offset 0, or 128 for an int8 stored
-// + 128): on NVIDIA one byte permute builds the float 2^23 + byte, and one subtraction ends it.
+// Exact (float)(byte j of m) - offset (j a constant; offset 0, 1 for ROCmFP2's code - 1, or 128
+// for an int8 stored + 128): on NVIDIA one byte permute builds the float 2^23 + byte, and one subtraction ends it.
 __device__ inline float magic_byte_to_f32(uint32_t m, int j, float offset = 0.0f) {
 #if defined(__CUDA_ARCH__) && !defined(__clang__)
     const uint32_t bits = __byte_perm(m, 0x4B000000u, 0x7540u + (uint32_t)j);  // bytes: m_j, 0, 0, 0x4B
@@ -161,9 +161,9 @@ __device__ inline float decode_chunk(const uint8_t* row, int64_t blk, int64_t nb
             w[j] = db * (float)((gr >> (8 * j)) & 0xFF) * (((si >> j) & 1) ? -1.0f : 1.0f);
         }
         return 1.0f;
-    } else {  // ROCmFP 100-104, 107
-        for (int j = 0; j < kChunk; ++j) w[j] = ds4::rocmfp::element(TYPE, b, j0 + j);
-        return 1.0f;
+    } else {  // ROCmFP 100-104, 107: a chunk lies in one half-block, whose scale is the factor
+        for (int j = 0; j < kChunk; ++j) w[j] = (float)ds4::rocmfp::code_value(TYPE, b, j0 + j);
+        return ds4::rocmfp::scale(ds4::rocmfp::scale_byte(TYPE, b, j0));
     }
 }
 
@@ -194,7 +194,11 @@ __device__ inline float load_chunk(const uint8_t* row, int64_t k, int64_t n, con
 // wide path for the type.
 template <uint32_t TYPE>
 __host__ __device__ constexpr int wide_alignment() {
-    return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16 : TYPE == 8 ? 8 : TYPE == 10 || TYPE == 12 ? 4 : 0;
+    return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16
+           : TYPE == 8                          ? 8
+           : TYPE == 10 || TYPE == 12           ? 4
+           : TYPE == 100 || TYPE == 107         ? 2
+                                                : 0;
 }
 
 // A chunk in two steps, so a lane can have several chunks' loads in flight before it decodes
@@ -381,6 +385,64 @@ struct BlockWalk<12, WIDE> : QuadWalk<WIDE> {
         return 1.0f;
     }
 };
+
+// Exact (float)rocmfp::fp4_code_value(q) without the int-to-float unit (0 stays +0).
+__device__ inline float fp4_value(uint32_t q) {
+    const uint32_t m = q & 7u, mag = m <= 4u ? m : 2u * m - 4u;
+    const float f = u_to_f32(mag);
+    return (q & 8u) ? 0.0f - f : f;
+}
+
+// ROCmFP4 (100: { u8 qs[16]; u8 e[2] }, 101: { u8 qs[16]; u8 e }) and ROCmFP2 (107: { u8 qs[8];
+// u8 e[2] }): a lane takes a whole block, its 4 chunks in order, loading the codes as halfwords
+// and the scale bytes once (the byte decoder had loaded a code byte and a scale byte for every
+// weight). Element j of ROCmFP4 is the low nibble of qs[j] (j < 16) or the high nibble of
+// qs[j - 16]; of ROCmFP2 the code (qs[j / 4] >> 2 (j % 4)) & 3 standing for code - 1. Chunk s
+// uses scale byte s / 2 (101: its one byte). WIDE: blocks start on 2 bytes (100, 107); the same
+// halfwords are read from bytes otherwise, so the order is the same either way.
+template <uint32_t TYPE, bool WIDE>
+struct RocmfpWalk {
+    static constexpr int chunks = 4;
+    static constexpr bool raw = true;
+    static constexpr int code_bytes = TYPE == 107 ? 8 : 16;
+    struct Raw {
+        uint32_t h[code_bytes / 2];  // code bytes 2k, 2k + 1 in h[k]
+        uint32_t e;                  // scale byte of elements 0..15, then of 16..31
+    };
+    __device__ static int j0(int, int s) { return 8 * s; }
+    __device__ static uint32_t half(const uint8_t* b, int off) {
+        if constexpr (WIDE) return *reinterpret_cast<const uint16_t*>(b + off);
+        return rd16(b + off);
+    }
+    __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int, const uint64_t*, Raw& r) {
+        const uint8_t* b = row + blk * TypeInfo<TYPE>::bytes;
+        for (int k = 0; k < code_bytes / 2; ++k) r.h[k] = half(b, 2 * k);
+        r.e = TYPE == 101 ? (uint32_t)b[16] * 0x101u : half(b, code_bytes);
+    }
+    __device__ static float decode(const Raw& r, int, int s, float* w) {
+        if constexpr (TYPE == 107) {
+            for (int t = 0; t < 2; ++t) {  // 4 codes of one byte into the low bits of 4 bytes
+                const uint32_t x = (r.h[s] >> (8 * t)) & 0xFFu;
+                const uint32_t q = (x | (x << 6) | (x << 12) | (x << 18)) & 0x03030303u;
+                for (int j = 0; j < 4; ++j) w[4 * t + j] = magic_byte_to_f32(q, j, 1.0f);  // code - 1, exact
+            }
+        } else {
+            const int shift = 4 * (s / 2);  // chunks 0, 1: low nibbles of bytes 0..15; 2, 3: high
+            for (int k = 0; k < 4; ++k) {
+                const uint32_t x = r.h[4 * (s % 2) + k];
+                w[2 * k] = fp4_value((x >> shift) & 0x0Fu);
+                w[2 * k + 1] = fp4_value((x >> (8 + shift)) & 0x0Fu);
+            }
+        }
+        return ds4::rocmfp::scale((uint8_t)(r.e >> (8 * (s / 2))));
+    }
+};
+template <bool WIDE>
+struct BlockWalk<100, WIDE> : RocmfpWalk<100, WIDE> {};
+template <bool WIDE>
+struct BlockWalk<101, WIDE> : RocmfpWalk<101, WIDE> {};
+template <bool WIDE>
+struct BlockWalk<107, WIDE> : RocmfpWalk<107, WIDE> {};
 
 // load_chunk with word and vector loads for the types the real model streams (Q8_0, Q2_K
 // and the float rows), when `wide` (the row starts on wide_alignment<TYPE>() and rows are a

@@ -90,9 +90,16 @@ void WeightStore::bind(const WeightTable& table, void* stream) {
                                 " has id " + std::to_string(v.id));
         }
         if (!v.present()) continue;
+        if (v.type == 8 && !stored_split(v)) {  // the device decoders read every Q8_0 row split
+            throw ArgumentError(DS4_GPU_WHO ": bind_weights: tensor '" + v.name + "' (Q8_0) has rows of " +
+                                std::to_string(v.n_in()) + " values in " + std::to_string(v.row_bytes) +
+                                " bytes, not whole 34-byte blocks");
+        }
         off[i] = total;
         total = align_up(total + v.bytes());
-        if (stored_split(v)) staging = std::max(staging, std::min<uint64_t>(v.n_rows(), staging_rows(v)) * v.row_bytes);
+        if (stored_split(v)) {
+            staging = std::max(staging, std::min<uint64_t>(v.n_rows(), staging_rows(v)) * v.row_bytes);
+        }
         if (wants_float_copy(v)) {
             off_f32[i] = total;
             total = align_up(total + 4 * (uint64_t)v.n_elements());
@@ -102,8 +109,7 @@ void WeightStore::bind(const WeightTable& table, void* stream) {
     DS4_GPU_CHECK(MemGetInfo, &free_b, &total_b);
     if (total + staging > free_b) {
         throw UnsupportedError(DS4_GPU_WHO ": the model's weights need " + mib(total + staging) +
-                               " of device memory; " +
-                               mib(free_b) + " of " + mib(total_b) + " are free");
+                               " of device memory; " + mib(free_b) + " of " + mib(total_b) + " are free");
     }
     if (total > 0) gpu_check(DS4_GPU_RT(Malloc)(&block_, total), DS4_GPU_RT_PREFIX "Malloc", mib(total));
     Staging stage;
