@@ -81,11 +81,16 @@ __device__ inline float s8_to_f32(uint32_t byte) { return magic_byte_to_f32(byte
 __device__ inline float e8m0_half(uint8_t x) {
     return ds4::num::f32_of(x < 2 ? (0x00200000u << x) : ((uint32_t)(x - 1) << 23));
 }
-// Doubled E2M1 values {0,1,2,3,4,6,8,12}, sign in bit 3.
-__device__ inline float mxfp4_code(uint32_t q) {
-    const int m = (int)(q & 7u);
-    const int mag = m <= 4 ? m : (m == 5 ? 6 : (m == 6 ? 8 : 12));
-    return (float)((q & 8u) ? -mag : mag);
+// The value of a 4-bit code with bit 3 its sign and magnitudes 0, 1, 2, 3 and then the bytes of
+// `hi` for 4..7, exact and without the int-to-float unit (0 stays +0): MXFP4's doubled E2M1
+// (kMxfp4High) and ROCmFP4's rocmfp::fp4_code_value (kRocmfp4High), by one select and shift
+// instead of compare chains.
+constexpr uint32_t kMxfp4High = 0x0C080604u, kRocmfp4High = 0x0A080604u;  // 4, 6, 8, 12 / 4, 6, 8, 10
+__device__ inline float fp4_sign_mag(uint32_t q, uint32_t hi) {
+    const uint32_t m = q & 7u;
+    const uint32_t mag = ((m < 4u ? 0x03020100u : hi) >> (8u * (m & 3u))) & 0xFFu;
+    const float f = u_to_f32(mag);
+    return (q & 8u) ? 0.0f - f : f;
 }
 
 // Q4_K's 6-bit scale and min of sub-block k (0..7) from its 12 packed bytes.
@@ -125,7 +130,7 @@ __device__ inline float decode_chunk(const uint8_t* row, int64_t blk, int64_t nb
     } else if constexpr (TYPE == 39) {  // MXFP4: { u8 e; u8 qs[16] }, nibbles as Q4_0
         for (int j = 0; j < kChunk; ++j) {
             const int e = j0 + j;
-            w[j] = mxfp4_code(e < 16 ? (b[1 + e] & 0x0Fu) : (uint32_t)(b[1 + e - 16] >> 4));
+            w[j] = fp4_sign_mag(e < 16 ? (b[1 + e] & 0x0Fu) : (uint32_t)(b[1 + e - 16] >> 4), kMxfp4High);
         }
         return e8m0_half(b[0]);
     } else if constexpr (TYPE == 10) {  // Q2_K: { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin }
@@ -197,8 +202,8 @@ __host__ __device__ constexpr int wide_alignment() {
     return TYPE == 0 || TYPE == 1 || TYPE == 30 ? 16
            : TYPE == 8                          ? 8
            : TYPE == 10 || TYPE == 12           ? 4
-           : TYPE == 100 || TYPE == 107         ? 2
-                                                : 0;
+           : TYPE == 2 || TYPE == 100 || TYPE == 107 ? 2
+                                                      : 0;
 }
 
 // A chunk in two steps, so a lane can have several chunks' loads in flight before it decodes
@@ -294,17 +299,25 @@ struct BlockWalk {
     }
 };
 
-// What the Q2_K and Q4_K walks share: the chunks at 128 h + 32 s + i of a 256-element block
-// (s = 0..3; slot = 4 h + i / 8), and words read aligned (WIDE) or from bytes.
+// The word / halfword at b + off for the walks below: one load where the caller knows it is
+// aligned (WIDE), else built from bytes, so a walk reads the same values either way.
 template <bool WIDE>
+__device__ inline uint32_t word_at(const uint8_t* b, int off) {
+    if constexpr (WIDE) return *reinterpret_cast<const uint32_t*>(b + off);
+    return rd32(b + off);
+}
+template <bool WIDE>
+__device__ inline uint32_t half_at(const uint8_t* b, int off) {
+    if constexpr (WIDE) return *reinterpret_cast<const uint16_t*>(b + off);
+    return rd16(b + off);
+}
+
+// What the Q2_K and Q4_K walks share: the chunks at 128 h + 32 s + i of a 256-element block
+// (s = 0..3; slot = 4 h + i / 8).
 struct QuadWalk {
     static constexpr int chunks = 4;
     static constexpr bool raw = true;
     __device__ static int j0(int slot, int s) { return 128 * (slot / 4) + 32 * s + 8 * (slot % 4); }
-    __device__ static uint32_t word(const uint8_t* b, int off) {
-        if constexpr (WIDE) return *reinterpret_cast<const uint32_t*>(b + off);
-        return rd32(b + off);
-    }
 };
 
 // Q2_K: a lane takes the 4 chunks at elements 128 g + 32 s + i (s = 0..3; slot = 4 g + i / 8),
@@ -316,17 +329,16 @@ struct Q2KQuad {
     uint32_t dd, sc0, sc1, q0, q1;  // d and dmin; scale bytes 8g .. 8g + 8; the code words
 };
 template <bool WIDE>
-struct BlockWalk<10, WIDE> : QuadWalk<WIDE> {
+struct BlockWalk<10, WIDE> : QuadWalk {
     using Raw = Q2KQuad;
-    using Base = QuadWalk<WIDE>;
     __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int slot, const uint64_t*, Raw& r) {
         const uint8_t* b = row + blk * TypeInfo<10>::bytes;
         const int g = slot / 4, i = 8 * (slot % 4);
-        r.sc0 = Base::word(b, 8 * g);
-        r.sc1 = Base::word(b, 8 * g + 4);
-        r.q0 = Base::word(b, 16 + 32 * g + i);
-        r.q1 = Base::word(b, 16 + 32 * g + i + 4);
-        r.dd = Base::word(b, 80);
+        r.sc0 = word_at<WIDE>(b, 8 * g);
+        r.sc1 = word_at<WIDE>(b, 8 * g + 4);
+        r.q0 = word_at<WIDE>(b, 16 + 32 * g + i);
+        r.q1 = word_at<WIDE>(b, 16 + 32 * g + i + 4);
+        r.dd = word_at<WIDE>(b, 80);
     }
     __device__ static float decode(const Raw& r, int slot, int s, float* w) {
         // Chunk s lies in sub-block 8g + 2s + i / 16: byte 2 (s % 2) + i / 16 of scale word s / 2.
@@ -345,20 +357,19 @@ struct Q4KQuad {
     uint32_t dd, sc0, sc1, sc2, qa0, qa1, qb0, qb1;  // d and dmin; the 12 scale bytes; the code words
 };
 template <bool WIDE>
-struct BlockWalk<12, WIDE> : QuadWalk<WIDE> {
+struct BlockWalk<12, WIDE> : QuadWalk {
     using Raw = Q4KQuad;
-    using Base = QuadWalk<WIDE>;
     __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int slot, const uint64_t*, Raw& r) {
         const uint8_t* b = row + blk * TypeInfo<12>::bytes;
         const int h = slot / 4, i = 8 * (slot % 4);
-        r.dd = Base::word(b, 0);
-        r.sc0 = Base::word(b, 4);
-        r.sc1 = Base::word(b, 8);
-        r.sc2 = Base::word(b, 12);
-        r.qa0 = Base::word(b, 16 + 64 * h + i);
-        r.qa1 = Base::word(b, 16 + 64 * h + i + 4);
-        r.qb0 = Base::word(b, 16 + 64 * h + 32 + i);
-        r.qb1 = Base::word(b, 16 + 64 * h + 32 + i + 4);
+        r.dd = word_at<WIDE>(b, 0);
+        r.sc0 = word_at<WIDE>(b, 4);
+        r.sc1 = word_at<WIDE>(b, 8);
+        r.sc2 = word_at<WIDE>(b, 12);
+        r.qa0 = word_at<WIDE>(b, 16 + 64 * h + i);
+        r.qa1 = word_at<WIDE>(b, 16 + 64 * h + i + 4);
+        r.qb0 = word_at<WIDE>(b, 16 + 64 * h + 32 + i);
+        r.qb1 = word_at<WIDE>(b, 16 + 64 * h + 32 + i + 4);
     }
     __device__ static uint32_t scale_byte(const Raw& r, int x) {
         return ((x < 4 ? r.sc0 : x < 8 ? r.sc1 : r.sc2) >> (8 * (x % 4))) & 0xFFu;
@@ -386,63 +397,85 @@ struct BlockWalk<12, WIDE> : QuadWalk<WIDE> {
     }
 };
 
-// Exact (float)rocmfp::fp4_code_value(q) without the int-to-float unit (0 stays +0).
-__device__ inline float fp4_value(uint32_t q) {
-    const uint32_t m = q & 7u, mag = m <= 4u ? m : 2u * m - 4u;
-    const float f = u_to_f32(mag);
-    return (q & 8u) ? 0.0f - f : f;
-}
 
-// ROCmFP4 (100: { u8 qs[16]; u8 e[2] }, 101: { u8 qs[16]; u8 e }) and ROCmFP2 (107: { u8 qs[8];
-// u8 e[2] }): a lane takes a whole block, its 4 chunks in order, loading the codes as halfwords
-// and the scale bytes once (the byte decoder had loaded a code byte and a scale byte for every
-// weight). Element j of ROCmFP4 is the low nibble of qs[j] (j < 16) or the high nibble of
-// qs[j - 16]; of ROCmFP2 the code (qs[j / 4] >> 2 (j % 4)) & 3 standing for code - 1. Chunk s
-// uses scale byte s / 2 (101: its one byte). WIDE: blocks start on 2 bytes (100, 107); the same
-// halfwords are read from bytes otherwise, so the order is the same either way.
+// Types whose 32-element block holds 16 bytes of 4-bit codes, element j < 16 the low nibble of
+// byte j and j >= 16 the high nibble of byte j - 16, and a factor per half-block: Q4_0 ({ f16 d;
+// qs[16] }, code - 8), MXFP4 ({ u8 e; qs[16] }, doubled E2M1), ROCmFP4 (100: { qs[16]; e[2] },
+// 101: { qs[16]; e }). A lane takes a whole block, its 4 chunks in order (0, 1: low nibbles of
+// bytes 0..7 and 8..15; 2, 3: high), loading the codes as 8 halfwords and the factor once; the
+// byte decoder had loaded a code byte per weight and the factor per chunk. WIDE: blocks and
+// their codes start on 2 bytes (Q4_0, ROCmFP4 100); otherwise the same halfwords from bytes.
 template <uint32_t TYPE, bool WIDE>
-struct RocmfpWalk {
+struct NibbleWalk {
     static constexpr int chunks = 4;
     static constexpr bool raw = true;
-    static constexpr int code_bytes = TYPE == 107 ? 8 : 16;
+    static constexpr int qs_at = TYPE == 2 ? 2 : TYPE == 39 ? 1 : 0;  // the codes' offset in the block
     struct Raw {
-        uint32_t h[code_bytes / 2];  // code bytes 2k, 2k + 1 in h[k]
-        uint32_t e;                  // scale byte of elements 0..15, then of 16..31
+        uint32_t h[8];  // code bytes 2k, 2k + 1 in h[k]
+        uint32_t f;     // the factor's bytes: Q4_0's f16, MXFP4's e, ROCmFP4's e[0] | e[1] << 8
     };
     __device__ static int j0(int, int s) { return 8 * s; }
-    __device__ static uint32_t half(const uint8_t* b, int off) {
-        if constexpr (WIDE) return *reinterpret_cast<const uint16_t*>(b + off);
-        return rd16(b + off);
-    }
     __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int, const uint64_t*, Raw& r) {
         const uint8_t* b = row + blk * TypeInfo<TYPE>::bytes;
-        for (int k = 0; k < code_bytes / 2; ++k) r.h[k] = half(b, 2 * k);
-        r.e = TYPE == 101 ? (uint32_t)b[16] * 0x101u : half(b, code_bytes);
+        for (int k = 0; k < 8; ++k) r.h[k] = half_at<WIDE>(b, qs_at + 2 * k);
+        r.f = TYPE == 2     ? half_at<WIDE>(b, 0)
+              : TYPE == 39  ? b[0]
+              : TYPE == 101 ? (uint32_t)b[16] * 0x101u
+                            : half_at<WIDE>(b, 16);
+    }
+    __device__ static float value(uint32_t q) {  // decode_chunk's value of code q
+        if constexpr (TYPE == 2) return u_to_f32(q) - 8.0f;
+        if constexpr (TYPE == 39) return fp4_sign_mag(q, kMxfp4High);
+        return fp4_sign_mag(q, kRocmfp4High);
     }
     __device__ static float decode(const Raw& r, int, int s, float* w) {
-        if constexpr (TYPE == 107) {
-            for (int t = 0; t < 2; ++t) {  // 4 codes of one byte into the low bits of 4 bytes
-                const uint32_t x = (r.h[s] >> (8 * t)) & 0xFFu;
-                const uint32_t q = (x | (x << 6) | (x << 12) | (x << 18)) & 0x03030303u;
-                for (int j = 0; j < 4; ++j) w[4 * t + j] = magic_byte_to_f32(q, j, 1.0f);  // code - 1, exact
-            }
-        } else {
-            const int shift = 4 * (s / 2);  // chunks 0, 1: low nibbles of bytes 0..15; 2, 3: high
-            for (int k = 0; k < 4; ++k) {
-                const uint32_t x = r.h[4 * (s % 2) + k];
-                w[2 * k] = fp4_value((x >> shift) & 0x0Fu);
-                w[2 * k + 1] = fp4_value((x >> (8 + shift)) & 0x0Fu);
-            }
+        const int shift = 4 * (s / 2);
+        for (int k = 0; k < 4; ++k) {
+            const uint32_t x = r.h[4 * (s % 2) + k];
+            w[2 * k] = value((x >> shift) & 0x0Fu);
+            w[2 * k + 1] = value((x >> (8 + shift)) & 0x0Fu);
+        }
+        if constexpr (TYPE == 2) return f16_bits_to_f32((uint16_t)r.f);
+        if constexpr (TYPE == 39) return e8m0_half((uint8_t)r.f);
+        return ds4::rocmfp::scale((uint8_t)(r.f >> (8 * (s / 2))));
+    }
+};
+
+// ROCmFP2 (107: { u8 qs[8]; u8 e[2] }): element j the 2-bit code (qs[j / 4] >> 2 (j % 4)) & 3
+// standing for code - 1, scale e[j / 16]. A lane takes a whole block as NibbleWalk's lanes do:
+// four halfwords of codes (chunk s in the s-th) and one of both scales for 32 weights.
+template <bool WIDE>
+struct Fp2Walk {
+    static constexpr int chunks = 4;
+    static constexpr bool raw = true;
+    struct Raw {
+        uint32_t h[4], e;  // code bytes 2s, 2s + 1 in h[s]; e[0] | e[1] << 8
+    };
+    __device__ static int j0(int, int s) { return 8 * s; }
+    __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int, const uint64_t*, Raw& r) {
+        const uint8_t* b = row + blk * TypeInfo<107>::bytes;
+        for (int k = 0; k < 4; ++k) r.h[k] = half_at<WIDE>(b, 2 * k);
+        r.e = half_at<WIDE>(b, 8);
+    }
+    __device__ static float decode(const Raw& r, int, int s, float* w) {
+        for (int t = 0; t < 2; ++t) {  // 4 codes of one byte into the low bits of 4 bytes
+            const uint32_t x = (r.h[s] >> (8 * t)) & 0xFFu;
+            const uint32_t q = (x | (x << 6) | (x << 12) | (x << 18)) & 0x03030303u;
+            for (int j = 0; j < 4; ++j) w[4 * t + j] = magic_byte_to_f32(q, j, 1.0f);  // code - 1, exact
         }
         return ds4::rocmfp::scale((uint8_t)(r.e >> (8 * (s / 2))));
     }
 };
 template <bool WIDE>
-struct BlockWalk<100, WIDE> : RocmfpWalk<100, WIDE> {};
+struct BlockWalk<2, WIDE> : NibbleWalk<2, WIDE> {};
 template <bool WIDE>
-struct BlockWalk<101, WIDE> : RocmfpWalk<101, WIDE> {};
+struct BlockWalk<39, WIDE> : NibbleWalk<39, WIDE> {};
 template <bool WIDE>
-struct BlockWalk<107, WIDE> : RocmfpWalk<107, WIDE> {};
+struct BlockWalk<100, WIDE> : NibbleWalk<100, WIDE> {};
+template <bool WIDE>
+struct BlockWalk<101, WIDE> : NibbleWalk<101, WIDE> {};
+template <bool WIDE>
+struct BlockWalk<107, WIDE> : Fp2Walk<WIDE> {};
 
 // load_chunk with word and vector loads for the types the real model streams (Q8_0, Q2_K
 // and the float rows), when `wide` (the row starts on wide_alignment<TYPE>() and rows are a

@@ -4,20 +4,20 @@
 // up to NC columns (the columns' values loaded once for the R rows).
 //
 // Memory: each lane loads its chunks straight from global memory, with word or 16-byte loads
-// for the types the real model streams (Q8_0, Q2_K, Q4_K, ROCmFP4, ROCmFP2, F16, BF16, F32:
-// gpu_dequant.h load_chunk_wide) when the row's alignment allows, and the byte decoder
-// otherwise; the 32 lanes of a warp read neighbouring chunks, so a warp's loads are
+// for the types the real model streams (Q8_0, Q2_K, Q4_K, Q4_0, ROCmFP4, ROCmFP2, F16, BF16,
+// F32: gpu_dequant.h load_chunk_wide and BlockWalk) when the row's alignment allows, and the
+// byte decoder otherwise; the 32 lanes of a warp read neighbouring chunks, so a warp's loads are
 // coalesced, and nothing waits on a barrier before the final tree.
 //
 // Order (what makes verify == decode bitwise): lane l reads chunks of 8 consecutive
 // elements l, l + L, l + 2L, ... in ascending order (gpu_dequant.h BlockWalk: Q2_K and Q4_K
 // lanes take, in blocks l / 8, l / 8 + L / 8, ..., the 4 chunks of a block whose codes share
-// words; ROCmFP4 and ROCmFP2 lanes whole blocks l, l + L, ...; all in ascending order); per
-// chunk p = the 8 products w_j * x_j summed in element order with fmaf from 0, then acc =
-// fmaf(d, p, acc) (d: the chunk's factor). The L partial sums are then added in gpu_tree.h's fixed
-// tree. Nothing depends on NC, R or on how many columns are live: NC columns and R rows run
-// copies of the one-row, one-column arithmetic side by side, and with contraction off no
-// instantiation can fuse differently.
+// words; Q4_0, MXFP4, ROCmFP4 and ROCmFP2 lanes whole blocks l, l + L, ...; all in ascending
+// order); per chunk p = the 8 products w_j * x_j summed in element order with fmaf from
+// 0, then acc = fmaf(d, p, acc) (d: the chunk's factor). The L partial sums are then added
+// in gpu_tree.h's fixed tree. Nothing depends on NC, R or on how many columns are live: NC
+// columns and R rows run copies of the one-row, one-column arithmetic side by side, and with
+// contraction off no instantiation can fuse differently.
 // L is chosen from the matrix's shape alone (dot_lanes), never from the number of columns.
 #pragma once
 #include <stdint.h>
