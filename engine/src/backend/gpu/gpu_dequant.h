@@ -10,11 +10,10 @@
 //
 // load_chunk<TYPE>(row, k, n, grid, w) fills w[0..8) and returns a factor d: element
 // 8k + j of the row is w[j] * d. Types whose chunk has one scale (Q8_0, Q4_0, MXFP4, the
-// ROCmFP types) return the scale as d and the integer codes as w, so the dot kernels multiply it once
-// per chunk; decode_chunk(row, blk, nb, j0, ...) is the same for the chunk at element j0 of
-// block blk of a row of nb blocks (the dot kernels call it with a j0 fixed per lane). The
-// others return d = 1 and w =
-// the element value, decoded with the same
+// ROCmFP types) return the scale as d and the integer codes as w, so the dot kernels
+// multiply it once per chunk; decode_chunk(row, blk, nb, j0, ...) is the same for the chunk
+// at element j0 of block blk of a row of nb blocks (the dot kernels call it with a j0 fixed
+// per lane). The others return d = 1 and w = the element value, decoded with the same
 // float operations as the CPU's dot decoders (quant/dequant_blocks.h, block_dot_decoder_for:
 // Q2_K / Q4_K fuse d*q - m into one fma). Weights therefore match the CPU's bit for bit.
 // `grid` is the IQ2_XXS codebook in device memory (quant/iq2xxs_grid.h, uploaded once).
@@ -64,7 +63,8 @@ __device__ inline float f16_bits_to_f32(uint16_t h) {
 __device__ inline float u_to_f32(uint32_t u) { return ds4::num::f32_of(0x4B000000u | u) - 8388608.0f; }
 
 // Exact (float)(byte j of m) - offset (j a constant; offset 0, 1 for ROCmFP2's code - 1, or 128
-// for an int8 stored + 128): on NVIDIA one byte permute builds the float 2^23 + byte, and one subtraction ends it.
+// for an int8 stored + 128): on NVIDIA one byte permute builds the float 2^23 + byte, and one
+// subtraction ends it.
 __device__ inline float magic_byte_to_f32(uint32_t m, int j, float offset = 0.0f) {
 #if defined(__CUDA_ARCH__) && !defined(__clang__)
     const uint32_t bits = __byte_perm(m, 0x4B000000u, 0x7540u + (uint32_t)j);  // bytes: m_j, 0, 0, 0x4B
@@ -350,9 +350,9 @@ struct BlockWalk<10, WIDE> : QuadWalk {
 
 // Q4_K: { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] }, qs bytes 32p .. 32p + 32 holding
 // elements 64p + l (low nibbles) and 64p + 32 + l (high). A lane takes the chunks QuadWalk
-// names, as Q2_K's: their codes are the
-// 8 bytes at 64h + i (low, then high nibbles) and the 8 at 64h + 32 + i. Eight word loads
-// serve 32 weights; the byte decoder had loaded every code byte and scale byte alone.
+// names, as Q2_K's: their codes are the 8 bytes at 64h + i (low, then high nibbles) and the 8
+// at 64h + 32 + i. Eight word loads serve 32 weights; the byte decoder had loaded every code
+// byte and scale byte alone.
 struct Q4KQuad {
     uint32_t dd, sc0, sc1, sc2, qa0, qa1, qb0, qb1;  // d and dmin; the 12 scale bytes; the code words
 };
@@ -397,6 +397,12 @@ struct BlockWalk<12, WIDE> : QuadWalk {
     }
 };
 
+// What the whole-block walks share: a lane takes the 4 chunks of a 32-element block, in order.
+struct WholeBlockWalk {
+    static constexpr int chunks = 4;
+    static constexpr bool raw = true;
+    __device__ static int j0(int, int s) { return 8 * s; }
+};
 
 // Types whose 32-element block holds 16 bytes of 4-bit codes, element j < 16 the low nibble of
 // byte j and j >= 16 the high nibble of byte j - 16, and a factor per half-block: Q4_0 ({ f16 d;
@@ -406,15 +412,12 @@ struct BlockWalk<12, WIDE> : QuadWalk {
 // byte decoder had loaded a code byte per weight and the factor per chunk. WIDE: blocks and
 // their codes start on 2 bytes (Q4_0, ROCmFP4 100); otherwise the same halfwords from bytes.
 template <uint32_t TYPE, bool WIDE>
-struct NibbleWalk {
-    static constexpr int chunks = 4;
-    static constexpr bool raw = true;
+struct NibbleWalk : WholeBlockWalk {
     static constexpr int qs_at = TYPE == 2 ? 2 : TYPE == 39 ? 1 : 0;  // the codes' offset in the block
     struct Raw {
         uint32_t h[8];  // code bytes 2k, 2k + 1 in h[k]
         uint32_t f;     // the factor's bytes: Q4_0's f16, MXFP4's e, ROCmFP4's e[0] | e[1] << 8
     };
-    __device__ static int j0(int, int s) { return 8 * s; }
     __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int, const uint64_t*, Raw& r) {
         const uint8_t* b = row + blk * TypeInfo<TYPE>::bytes;
         for (int k = 0; k < 8; ++k) r.h[k] = half_at<WIDE>(b, qs_at + 2 * k);
@@ -445,13 +448,10 @@ struct NibbleWalk {
 // standing for code - 1, scale e[j / 16]. A lane takes a whole block as NibbleWalk's lanes do:
 // four halfwords of codes (chunk s in the s-th) and one of both scales for 32 weights.
 template <bool WIDE>
-struct Fp2Walk {
-    static constexpr int chunks = 4;
-    static constexpr bool raw = true;
+struct Fp2Walk : WholeBlockWalk {
     struct Raw {
         uint32_t h[4], e;  // code bytes 2s, 2s + 1 in h[s]; e[0] | e[1] << 8
     };
-    __device__ static int j0(int, int s) { return 8 * s; }
     __device__ static void fetch(const uint8_t* row, int64_t blk, int64_t, int, const uint64_t*, Raw& r) {
         const uint8_t* b = row + blk * TypeInfo<107>::bytes;
         for (int k = 0; k < 4; ++k) r.h[k] = half_at<WIDE>(b, 2 * k);

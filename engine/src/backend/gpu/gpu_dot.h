@@ -120,14 +120,14 @@ __device__ inline void chunk_products(const float (*w)[kChunk], const float* d, 
     }
 }
 
-// Blocks (BlockWalk fetches) a lane has in flight per row: about 8 raw chunks' worth or 4
-// decoded ones across the R rows; a walk of 4 chunks a block (Q2_K, Q4_K) fetches 4 blocks' worth
-// of its words a row, so each of the R rows keeps 4 / R blocks (and at least one).
+// Fetches (BlockWalk::fetch) a lane has in flight per row: 8 / R when a fetch is one chunk's
+// raw words, 4 / R otherwise (one chunk decoded at fetch time, or a walk's 4 chunks: Q2_K,
+// Q4_K and the whole-block types), so about 8 raw chunks or 4 fetches across the R rows.
 template <uint32_t TYPE, bool WIDE, int R>
 __host__ __device__ constexpr int chunks_ahead() {
     static_assert(R == 1 || R == 2 || R == 4, "rows per group: 1, 2 or 4");
     using Walk = BlockWalk<TYPE, WIDE>;
-    return Walk::chunks > 1 ? 4 / R : Walk::raw ? 8 / R : 4 / R;
+    return Walk::raw && Walk::chunks == 1 ? 8 / R : 4 / R;
 }
 
 // The lane's chunks of R rows in order, A blocks at a time: first the loads of all A x R
