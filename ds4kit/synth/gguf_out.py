@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import struct
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,11 +106,15 @@ def write_gguf(path: str | Path, kvs: Iterable[KV], tensors: Sequence[TensorSpec
         raise ValueError("duplicate tensor names: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
     path = Path(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.partial")  # unique: concurrent writers never collide
-    with open(tmp, "wb") as f:
-        if workers > 1 and len(tensors) > 1:
-            _write_parallel(f, kvs, tensors, produce, on_tensor, workers)
-        else:
-            _write_all(f, kvs, tensors, produce, on_tensor)
+    try:
+        with open(tmp, "wb") as f:
+            if workers > 1 and len(tensors) > 1:
+                _write_parallel(f, kvs, tensors, produce, on_tensor, workers)
+            else:
+                _write_all(f, kvs, tensors, produce, on_tensor)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a file of the final size, mostly zeros: nothing to keep
+        raise
     tmp.replace(path)
 
 
@@ -163,6 +168,16 @@ def _produce_at(t: TensorSpec, offset: int) -> str:
     return t.name
 
 
+def _worker_died(futures: dict, workers: int) -> RuntimeError:
+    """What to say when a worker vanished (no Python error: the OS killed it, as a rule for memory)."""
+    unfinished = [t for fut, t in futures.items() if not (fut.done() and fut.exception() is None)]
+    biggest = max(unfinished, key=lambda t: t.nbytes)
+    return RuntimeError(
+        f"a worker process died while {len(unfinished)} of {len(futures)} tensors were unwritten (the OS kills a "
+        f"process that runs out of memory; each of the {workers} workers holds one tensor at a time, the largest "
+        f"left is {biggest.name}, {biggest.nbytes / 1e6:.0f} MB in the file): rerun with fewer jobs (-j)")
+
+
 def _write_parallel(f: BinaryIO, kvs: list[KV], tensors: Sequence[TensorSpec],
                     produce: Callable[[TensorSpec], bytes],
                     on_tensor: Callable[[TensorSpec], None] | None, workers: int) -> None:
@@ -175,9 +190,12 @@ def _write_parallel(f: BinaryIO, kvs: list[KV], tensors: Sequence[TensorSpec],
     by_name = {t.name: t for t in tensors}
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            futures = [pool.submit(_produce_at, t, at) for t, at in zip(tensors, starts)]
+            futures = {pool.submit(_produce_at, t, at): t for t, at in zip(tensors, starts)}
             for fut in as_completed(futures):
-                name = fut.result()  # re-raises a worker's error
+                try:
+                    name = fut.result()  # re-raises a worker's error
+                except BrokenProcessPool:
+                    raise _worker_died(futures, workers) from None
                 if on_tensor is not None:
                     on_tensor(by_name[name])
     finally:

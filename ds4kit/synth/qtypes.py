@@ -78,15 +78,31 @@ def encode_gaussian(rng: np.random.Generator, shape: tuple[int, ...], std: float
     n_bytes = qt.nbytes(shape, what)
     n = int(np.prod(shape, dtype=np.int64))
     if qt.name in GGUF_QUANTISABLE:
-        # numpy's row-major order with the innermost ggml dim last
-        values = rng.standard_normal(size=tuple(reversed(shape)), dtype=np.float32) * np.float32(std)
-        data = encode_values(values, qt)
+        data = b"".join(_gaussian_slabs(rng, shape, std, qt))
     elif qt.type_id in rocmfp.LAYOUTS:
         data = rocmfp.random_blocks(rng, n // qt.block_size, qt.type_id, std)
     else:
         data = _random_k_blocks(rng, n // qt.block_size, qt, std)
     assert len(data) == n_bytes, (what, len(data), n_bytes)
     return data
+
+
+# Values drawn and quantised per slab of about this many: a full-width experts tensor in one piece
+# (2^31 float32 values and gguf-py's temporaries, tens of GB) had the OS kill `synth -j` workers.
+GAUSSIAN_SLAB_VALUES = 1 << 24
+
+
+def _gaussian_slabs(rng: np.random.Generator, shape: tuple[int, ...], std: float, qt: QType):
+    """The tensor's bytes slab by slab of whole rows (innermost ggml dim). Bit for bit the bytes of
+    one draw of the whole tensor: the generator's stream does not depend on how it is split into
+    calls, and every type here quantises each row's blocks on their own."""
+    inner = int(shape[0])
+    rows = int(np.prod(shape, dtype=np.int64)) // inner
+    step = max(1, GAUSSIAN_SLAB_VALUES // inner)
+    for r0 in range(0, rows, step):
+        values = rng.standard_normal(size=(min(step, rows - r0), inner), dtype=np.float32)
+        values *= np.float32(std)
+        yield encode_values(values, qt)
 
 
 # --- random valid blocks for the K / IQ types gguf-py cannot quantise --------------------------

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from gguf import GGUFReader
 
-from ds4kit.synth import sha256_file, write_drafter, write_target
+from ds4kit.synth import qtypes, sha256_file, write_drafter, write_target
+from ds4kit.synth.weights import tensor_rng
 
 from conftest import BLOCK256
 
@@ -23,6 +25,18 @@ def test_parallel_writers_give_the_serial_bytes(synth_tiny_files, tmp_path):
     assert par.sha256 == synth_tiny_files.target.sha256
     d_par = write_drafter(tmp_path / "par-d.gguf", synth_tiny_files.cfg, seed=synth_tiny_files.seed, jobs=2)
     assert d_par.sha256 == synth_tiny_files.drafter.sha256
+
+
+@pytest.mark.parametrize("type_name", qtypes.GGUF_QUANTISABLE)
+def test_gaussian_tensor_in_slabs_is_the_one_draw_tensor(type_name, monkeypatch):
+    # Oracle: the whole tensor drawn in one call and quantised by gguf-py at once (what synth did
+    # before it drew large tensors slab by slab); slabs of 7 rows split 30 rows into 5, the last short.
+    shape, std, qt = (64, 6, 5), 0.02, qtypes.BY_NAME[type_name]
+    whole = tensor_rng(5, "blk.0.ffn_up_exps.weight").standard_normal(size=(5, 6, 64), dtype=np.float32)
+    want = qtypes.encode_values(whole * np.float32(std), qt)
+    monkeypatch.setattr(qtypes, "GAUSSIAN_SLAB_VALUES", 64 * 7)
+    got = qtypes.encode_gaussian(tensor_rng(5, "blk.0.ffn_up_exps.weight"), shape, std, qt)
+    assert got == want
 
 
 def test_other_seed_gives_another_file(synth_tiny_files, tmp_path):
