@@ -170,7 +170,7 @@ def _produce_at(t: TensorSpec, offset: int) -> str:
 
 def _worker_died(futures: dict, workers: int) -> RuntimeError:
     """What to say when a worker vanished (no Python error: the OS killed it, as a rule for memory)."""
-    unfinished = [t for fut, t in futures.items() if not (fut.done() and fut.exception() is None)]
+    unfinished = [t for fut, t in futures.items() if not fut.done() or fut.cancelled() or fut.exception() is not None]
     biggest = max(unfinished, key=lambda t: t.nbytes)
     return RuntimeError(
         f"a worker process died while {len(unfinished)} of {len(futures)} tensors were unwritten (the OS kills a "
