@@ -195,6 +195,50 @@ def test_gpu_row_groups_change_no_bit(gpu, name, monkeypatch):
         g.session(n + 8).decode(toks[0])
 
 
+# The kernel choices calls of several tokens make from the call, each with the variable that
+# forces it: (variable, the choice before 2026-12-02, the prefill blocks' choice, a bad value).
+WIDE_CALL_CHOICES = [
+    ("DS4KIT_GPU_WIDE_ROWS", "never", "always", "sometimes"),  # matmuls of > 8 columns, shared expert
+    ("DS4KIT_GPU_MOE_COLUMNS", "4", "1", "3"),                 # routed experts: columns per pass
+    ("DS4KIT_GPU_ATTN_SCHEDULE", "heads", "chunks", "rows"),   # attention: a block per head or per chunk
+]
+
+
+@pytest.mark.parametrize("name", ["small-q2k", "small-iq2-q4k-mxfp4-bf16"])
+def test_gpu_wide_calls_change_no_bit(gpu, name, monkeypatch):
+    """Calls of several tokens pick their kernels from the call: matmuls of more than 8 columns
+    (prefill blocks) and the shared expert's run groups of 4 columns by 4 rows (gpu_matmul.cu
+    wide_rows_for), the routed experts of several tokens a column per pass (gpu_moe.cu
+    routed_one_column), and attention of up to 32 tokens a block per chunk of keys
+    (gpu_attention.cu chunk_schedule). None may change a bit: with every choice forced the new
+    way (whatever the model's size) a batched prefill and a verify of width 5 must equal those
+    with every choice forced the old way, and the prefill must equal one-by-one decode. Bad
+    values are errors that name the variable."""
+    toks, _, _, decoded, _ = _runs(name, gpu)
+    n = len(toks)
+    out = {}
+    for which in (1, 2):
+        for choice in WIDE_CALL_CHOICES:
+            monkeypatch.setenv(choice[0], choice[which])
+        g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
+        s = g.session(n + 8)
+        ver = np.concatenate([s.verify(toks[i:i + 5]) for i in range(0, n, 5)])
+        s = g.session(n + 8)
+        s.decode(toks[0])
+        pre = s.prefill(toks[1:], "batched")
+        out[which] = {"verify width 5": ver, "batched prefill": pre}
+    for what, want in out[1].items():
+        assert np.array_equal(out[2][what], want), f"{name}: {what} logits depend on the wide-call kernels"
+    assert np.array_equal(out[2]["batched prefill"], decoded[n - 1]), f"{name}: prefill differs from decode"
+    for var, _, _, bad in WIDE_CALL_CHOICES:
+        for other, *_ in WIDE_CALL_CHOICES:
+            monkeypatch.setenv(other, "auto")
+        monkeypatch.setenv(var, bad)
+        g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
+        with pytest.raises(Exception, match=f"{var} is '{bad}'"):
+            g.session(n + 8).prefill(toks[:20], "batched")
+
+
 @pytest.mark.parametrize("name", ["tiny-default", "small-q2k"])
 def test_gpu_snapshot_restore_and_rewind_replay_bitwise(gpu, name):
     toks, _, g, decoded, cpu = _runs(name, gpu)

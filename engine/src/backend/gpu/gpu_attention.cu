@@ -170,11 +170,14 @@ __device__ inline void tile_outputs(const void* const* key_row, const double* ke
 // schedule runs it: chunk c's maximum m_c, weights e_k = exp(s_k - m_c), l_c = sum of its e_k in
 // key order and o_c[j] = sum of e_k key_k[j] by fma in key order, all from 0; then M = max(sink,
 // m_0, m_1, ...), w_c = exp(m_c - M), den = exp(sink - M) and o[j] = 0 take fma(w_c, l_c, den) and
-// fma(w_c, o_c[j], o[j]) for c in order, and out[j] = o[j] / den. A decode or a verify (few
-// tokens) runs a block per chunk and a combine kernel (chunk blocks side by side: one block per
-// head had left 64 blocks working through the keys one round after another); a prefill runs
-// all chunks in one block per head (no partial sums to store). The same operations in the same
-// order: the bits do not depend on the schedule, so verify == decode == prefill still holds.
+// fma(w_c, o_c[j], o[j]) for c in order, and out[j] = o[j] / den. Calls of up to kSplitTokens
+// tokens (decode, verify and the session's prefill blocks) run a block per chunk and a combine
+// kernel (chunk blocks side by side: one block per head had left 64 blocks working through the
+// keys one round after another, and a prefill block of 32 tokens had spent 0.28 ms a layer
+// there); longer calls run all chunks in one block per (token, head) (no partial sums to
+// store). The same operations in the same order: the bits do not depend on the schedule, so
+// verify == decode == prefill still holds. DS4KIT_GPU_ATTN_SCHEDULE=auto|chunks|heads
+// overrides the choice (tests/gpu compares the two).
 constexpr int kChunkKeys = kKeysPerRound;
 
 namespace {
@@ -399,6 +402,8 @@ extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t
 }
 
 #if DS4_GPU_HOST_CODE
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backend/gpu/gpu_kernels.h"
@@ -408,14 +413,35 @@ namespace ds4 {
 namespace gpu {
 
 namespace {
-constexpr int64_t kSplitTokens = 16;  // calls of up to this many tokens run a block per chunk
+// Calls of up to kSplitTokens tokens run a block per chunk (Ds4Session's blocks hold 32); those
+// of more than kVerifyTokens only while the partial sums stay under kMaxPartBytes (a prefill
+// block at a million tokens of context would need 1.1 GB).
+constexpr int64_t kSplitTokens = 32, kVerifyTokens = 16, kMaxPartBytes = (int64_t)256 << 20;
+
+int64_t part_doubles(int64_t n, int64_t n_head, int64_t D, int64_t most) {
+    return n * n_head * chunks_of(most) * (D + 2);
+}
+
+// Whether a call of n tokens runs a block per chunk (and the combine) rather than a block per
+// (token, head): the rule above, or DS4KIT_GPU_ATTN_SCHEDULE=chunks|heads.
+bool chunk_schedule(int64_t n, int64_t n_head, int64_t D, int64_t most) {
+    const char* mode = std::getenv("DS4KIT_GPU_ATTN_SCHEDULE");
+    if (!mode || !*mode || std::strcmp(mode, "auto") == 0) {
+        return n <= kVerifyTokens ||
+               (n <= kSplitTokens && part_doubles(n, n_head, D, most) * (int64_t)sizeof(double) <= kMaxPartBytes);
+    }
+    if (std::strcmp(mode, "chunks") == 0) return true;
+    if (std::strcmp(mode, "heads") == 0) return false;
+    throw ArgumentError(DS4_GPU_WHO ": DS4KIT_GPU_ATTN_SCHEDULE is '" + std::string(mode) +
+                        "'; expected auto, chunks or heads");
+}
 }  // namespace
 
 AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most) {
     const int64_t nch = chunks_of(most), rows = n * n_head;
     AttnScratch a;
     a.scores = rows * (most + nch);
-    a.part = n <= kSplitTokens ? rows * nch * (D + 2) : 0;
+    a.part = chunk_schedule(n, n_head, D, most) ? part_doubles(n, n_head, D, most) : 0;
     return a;
 }
 
@@ -440,7 +466,7 @@ void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, 
     // Wide loads of q and the keys: rows of a multiple of 4 values from 16-byte aligned bases.
     auto a16 = [](const void* p) { return (uintptr_t)p % 16 == 0; };
     const int v4 = D % 4 == 0 && a16(Q) && (k.ring ? a16(k.ring) && (!k.comp || a16(k.comp)) : a16(k.rows)) ? 1 : 0;
-    if (n > kSplitTokens || nch == 0) {
+    if (!chunk_schedule(n, n_head, D, most) || nch == 0) {
         ds4_launch(ds4_attention_kernel, dim3((unsigned)rows), dim3(kThreads), s, keys, p0, Q, n_head, D, sinks, rope,
                    scores, ld, most, v4, O);
         DS4_GPU_CHECK_LAUNCH("ds4_attention_kernel");

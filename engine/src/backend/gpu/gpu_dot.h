@@ -64,6 +64,10 @@ __host__ __device__ constexpr int max_group_rows() {
     return NC == 1 ? 4 : 2;
 }
 
+// Columns per pass and rows per group of calls of more than 8 columns (prefill blocks;
+// gpu_matmul.cu wide_rows_for).
+constexpr int kWideCols = 4, kWideRows = 4;
+
 // Host side too: 1 if columns at x + c * ld allow load_x8's 16-byte loads; the blocks that
 // hold `rows` rows at kDotBlock / L groups of R rows a block.
 inline int dot_x_aligned(const float* x, int64_t ld) { return ((uintptr_t)x % 16 == 0 && ld % 4 == 0) ? 1 : 0; }

@@ -52,7 +52,10 @@ __global__ void DS4_DOT_BOUNDS ds4_matmul_kernel(const uint8_t* W, uint64_t row_
                                                          int64_t, int, float*, int64_t, const uint64_t*, int, int, int, \
                                                          int64_t, int64_t);
 #define DS4_MATMUL_NC(NC, T) DS4_MATMUL_SIG(NC, 1, T) DS4_MATMUL_SIG(NC, max_group_rows<NC>(), T)
-#define DS4_MATMUL_INSTANCES(T) DS4_MATMUL_NC(1, T) DS4_MATMUL_NC(2, T) DS4_MATMUL_NC(4, T) DS4_MATMUL_NC(8, T)
+#define DS4_MATMUL_INSTANCES(T) \
+    DS4_MATMUL_NC(1, T) DS4_MATMUL_NC(2, T) DS4_MATMUL_NC(4, T) DS4_MATMUL_NC(8, T) DS4_MATMUL_SIG(kWideCols, kWideRows, T)
+using ds4::gpu::kWideCols;
+using ds4::gpu::kWideRows;
 using ds4::gpu::max_group_rows;
 DS4_GPU_FOR_EACH_TYPE(DS4_MATMUL_INSTANCES)
 static_assert(kCols == 8, "DS4_MATMUL_INSTANCES lists NC = 1, 2, 4, kCols");
@@ -80,20 +83,43 @@ MatmulKernel kernel_for(bool many, int* R) {
     return many ? ds4_matmul_kernel<NC, max_group_rows<NC>(), T> : ds4_matmul_kernel<NC, 1, T>;
 }
 
+// Whether a call of more than kCols columns (a prefill block) runs kWideCols columns by
+// kWideRows rows per group: each column chunk a lane loads then serves kWideRows rows (the L1
+// traffic for x, not the weights' bytes, bounds these calls), with 16 sums a lane where 8
+// columns by 4 rows spilled. Taken where those groups still give a wave of blocks. Columns
+// and rows per group change no bit, so the rule may look at the call.
+// DS4KIT_GPU_WIDE_ROWS=auto|always|never overrides it (always: every such call, as tests/gpu
+// does on models too small for the rule; never: to measure what it buys).
+bool wide_rows_for(int64_t n_rows, int L, int ncols, int64_t x_group_rows) {
+    if (ncols <= kCols || (x_group_rows != n_rows && x_group_rows % kWideRows != 0)) return false;
+    const char* mode = std::getenv("DS4KIT_GPU_WIDE_ROWS");
+    if (!mode || !*mode || std::strcmp(mode, "auto") == 0) {
+        constexpr int64_t kWave = 128;  // blocks: about one per multiprocessor of a large GPU
+        return (int64_t)dot_row_blocks(n_rows, L, kWideRows) * ((ncols + kWideCols - 1) / kWideCols) >= kWave;
+    }
+    if (std::strcmp(mode, "always") == 0) return true;
+    if (std::strcmp(mode, "never") == 0) return false;
+    throw ArgumentError(DS4_GPU_WHO ": DS4KIT_GPU_WIDE_ROWS is '" + std::string(mode) +
+                        "'; expected auto, always or never");
+}
+
 template <uint32_t T>
 void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, int64_t tensor_rows, const float* X,
                  int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int64_t x_group_rows,
                  int64_t x_group_stride, void* s) {
     const int L = dot_lanes(tensor_rows, n);
-    const int NC = ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols;  // 1, 2, 4 or 8: the narrowest that holds ncols
+    int NC = ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols;  // 1, 2, 4 or 8: the narrowest that holds ncols
     // A group of R rows reads one x group, so R must divide a grouped call's x groups.
     const int R_many = NC == 1 ? max_group_rows<1>() : max_group_rows<kCols>();
     const bool many = row_groups_for(tensor_rows) && (x_group_rows == n_rows || x_group_rows % R_many == 0);
     const int wide = dot_wide<T>(W, row_bytes);
     const int x4 = dot_x_aligned(X, ldx) && dot_x_aligned(X, x_group_stride);
     int R = 1;
-    const MatmulKernel k = NC == 1 ? kernel_for<1, T>(many, &R) : NC == 2 ? kernel_for<2, T>(many, &R)
-                         : NC == 4 ? kernel_for<4, T>(many, &R) : kernel_for<8, T>(many, &R);
+    MatmulKernel k = NC == 1 ? kernel_for<1, T>(many, &R) : NC == 2 ? kernel_for<2, T>(many, &R)
+                   : NC == 4 ? kernel_for<4, T>(many, &R) : kernel_for<8, T>(many, &R);
+    if (wide_rows_for(n_rows, L, ncols, x_group_rows)) {
+        k = ds4_matmul_kernel<kWideCols, kWideRows, T>, NC = kWideCols, R = kWideRows;
+    }
     const dim3 g(dot_row_blocks(n_rows, L, R), (unsigned)((ncols + NC - 1) / NC));
     ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4,
                x_group_rows, x_group_stride);

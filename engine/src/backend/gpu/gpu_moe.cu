@@ -35,9 +35,11 @@ __device__ inline float clamped_swiglu(float gate, float up, double c) {
 struct Group {
     int64_t e, first, m;
 };
+// The shared expert (active null; column c is token c) gives slot s the NC columns from s NC.
+template <int NC>
 __device__ inline Group slot_group(const int32_t* active, const int32_t* n_active, const int32_t* count,
                                    const int32_t* start, int64_t s, int64_t n_tokens) {
-    if (!active) return Group{0, 0, n_tokens};  // the shared expert: column c is token c
+    if (!active) return Group{0, s * NC, n_tokens - s * NC < NC ? n_tokens - s * NC : NC};
     if (s >= *n_active) return Group{-1, 0, 0};
     const int64_t e = active[s];
     return Group{e, start[e], count[e]};
@@ -124,7 +126,7 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_kernel(const uint8_t* gate, const
                                        const uint64_t* grid, int L, int wide, int x4) {
     constexpr int R = 2 * RH;
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
-    const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
+    const Group grp = slot_group<NC>(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, RH);
@@ -166,7 +168,7 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_down_kernel(const uint8_t* down, uint64_t
                                     const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
                                     const uint64_t* grid, int L, int wide, int x4) {
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
-    const Group grp = slot_group(active, n_active, count, start, ds4_block_y(), n_tokens);
+    const Group grp = slot_group<NC>(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, R);
@@ -203,10 +205,12 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_down_kernel(const uint8_t* down, uint64_t
                                                            const int32_t*, int64_t, int64_t, float*, const uint64_t*, \
                                                            int, int, int);
 // gate_up's rows per group are 2 RH (gate_up_rows_half); down's 1 or max_group_rows<NC>().
+// The shared expert's calls of more than 8 tokens: kWideRows rows per group (gate_up: half of gate).
 #define DS4_MOE_INSTANCES(T)                                                                           \
     DS4_MOE_GATE_UP(1, 1, T) DS4_MOE_GATE_UP(1, ds4::gpu::max_group_rows<1>() / 2, T)                  \
     DS4_MOE_GATE_UP(kMoeCols, 1, T) DS4_MOE_DOWN(1, 1, T) DS4_MOE_DOWN(1, ds4::gpu::max_group_rows<1>(), T) \
-    DS4_MOE_DOWN(kMoeCols, 1, T) DS4_MOE_DOWN(kMoeCols, ds4::gpu::max_group_rows<kMoeCols>(), T)
+    DS4_MOE_DOWN(kMoeCols, 1, T) DS4_MOE_DOWN(kMoeCols, ds4::gpu::max_group_rows<kMoeCols>(), T)         \
+    DS4_MOE_GATE_UP(kMoeCols, ds4::gpu::kWideRows / 2, T) DS4_MOE_DOWN(kMoeCols, ds4::gpu::kWideRows, T)
 DS4_GPU_FOR_EACH_TYPE(DS4_MOE_INSTANCES)
 
 // One thread per (token, element): y = sum_k w_k out[col(i, k)] + shared, in double.
@@ -227,6 +231,8 @@ extern "C" __global__ void ds4_moe_combine_kernel(const float* out, const float*
 
 #if DS4_GPU_HOST_CODE
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backend/gpu/gpu_kernels.h"
@@ -272,6 +278,15 @@ int rows_of(const ExpertMatrix& m, bool one) {
     return !m.many ? 1 : one ? max_group_rows<1>() : max_group_rows<kMoeCols>();
 }
 int gate_up_rows_half(const ExpertMatrix& m, bool one) { return std::max(1, rows_of(m, one) / 2); }
+
+// How a call's columns are taken: one per pass, kMoeCols per pass, or (the shared expert in a
+// prefill block) kMoeCols per pass by kWideRows rows per group, as the matmuls' wide calls.
+struct Passes {
+    bool one, wide;
+    int rows_down(const ExpertMatrix& m) const { return wide ? kWideRows : rows_of(m, one); }
+    int rows_gate_up_half(const ExpertMatrix& m) const { return wide ? kWideRows / 2 : gate_up_rows_half(m, one); }
+    int columns() const { return one ? 1 : kMoeCols; }
+};
 dim3 grid_of(const ExpertMatrix& m, int64_t slots, int rows_per_group) {
     return dim3(dot_row_blocks(m.rows, m.L, rows_per_group), (unsigned)slots);
 }
@@ -283,35 +298,56 @@ using DownKernel = void (*)(const uint8_t*, uint64_t, uint64_t, int64_t, const f
                             const int32_t*, const int32_t*, int64_t, int64_t, float*, const uint64_t*, int, int, int);
 
 template <uint32_t T>
-GateUpKernel gate_up_kernel(const ExpertMatrix& m, bool one) {
+GateUpKernel gate_up_kernel(const ExpertMatrix& m, bool one, bool wide) {
     constexpr int RH1 = max_group_rows<1>() / 2;
     static_assert(max_group_rows<kMoeCols>() / 2 == 1, "gate_up of kMoeCols columns: one row of gate and of up");
+    if (wide) return ds4_moe_gate_up_kernel<kMoeCols, kWideRows / 2, T>;
     if (one) {
         return gate_up_rows_half(m, one) == RH1 ? ds4_moe_gate_up_kernel<1, RH1, T> : ds4_moe_gate_up_kernel<1, 1, T>;
     }
     return ds4_moe_gate_up_kernel<kMoeCols, 1, T>;
 }
 template <uint32_t T>
-DownKernel down_kernel(const ExpertMatrix& m, bool one) {
+DownKernel down_kernel(const ExpertMatrix& m, bool one, bool wide) {
     constexpr int R1 = max_group_rows<1>(), RC = max_group_rows<kMoeCols>();
+    if (wide) return ds4_moe_down_kernel<kMoeCols, kWideRows, T>;
     if (one) return m.many ? ds4_moe_down_kernel<1, R1, T> : ds4_moe_down_kernel<1, 1, T>;
     return m.many ? ds4_moe_down_kernel<kMoeCols, RC, T> : ds4_moe_down_kernel<kMoeCols, 1, T>;
 }
 
+// Whether the routed experts of a call of several tokens run the one-column kernels (a pass
+// per column; a block's rows are read from memory once and again from the cache): a prefill
+// block of 32 tokens gives each chosen expert about 1.4 columns, and the kMoeCols kernels
+// carry registers and loads in flight for 4. Columns per pass change no bit.
+// DS4KIT_GPU_MOE_COLUMNS=auto|1|4 (auto: 1).
+bool routed_one_column(int64_t n_tokens) {
+    if (n_tokens == 1) return true;
+    const char* mode = std::getenv("DS4KIT_GPU_MOE_COLUMNS");
+    if (!mode || !*mode || std::strcmp(mode, "auto") == 0 || std::strcmp(mode, "1") == 0) return true;
+    if (std::strcmp(mode, "4") == 0) return false;
+    throw ArgumentError(DS4_GPU_WHO ": DS4KIT_GPU_MOE_COLUMNS is '" + std::string(mode) + "'; expected auto, 1 or 4");
+}
+
+// The shared expert's calls of more than 8 tokens take kWideRows rows per group unless
+// DS4KIT_GPU_WIDE_ROWS=never (gpu_matmul.cu's variable: the same choice for the same shapes).
+bool wide_shared_expert() {
+    const char* mode = std::getenv("DS4KIT_GPU_WIDE_ROWS");
+    return !(mode && std::strcmp(mode, "never") == 0);
+}
+
 void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate, const uint8_t* up, const float* h,
              const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,
-             const int32_t* tok_of, int64_t n_tokens, double clamp, float* act, const uint64_t* grid) {
+             const int32_t* tok_of, int64_t n_tokens, double clamp, float* act, const uint64_t* grid, Passes ps) {
     const int x4 = dot_x_aligned(h, m.n_in);
-    const bool one = n_tokens == 1;  // every expert has at most one column
     GateUpKernel k = nullptr;
     switch (m.type) {
 #define DS4_CASE(T) \
-    case T: k = gate_up_kernel<T>(m, one); break;
+    case T: k = gate_up_kernel<T>(m, ps.one, ps.wide); break;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
-    ds4_launch(k, grid_of(m, slots, gate_up_rows_half(m, one)), dim3(kDotBlock), s, gate, up, m.expert_bytes,
+    ds4_launch(k, grid_of(m, slots, ps.rows_gate_up_half(m)), dim3(kDotBlock), s, gate, up, m.expert_bytes,
                m.row_bytes, m.n_in, h, active, n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, m.L,
                m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_kernel");
@@ -319,18 +355,17 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
 
 void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const float* act, const int32_t* active,
           const int32_t* n_active, const int32_t* count, const int32_t* start, int64_t n_tokens, float* out,
-          const uint64_t* grid) {
+          const uint64_t* grid, Passes ps) {
     const int x4 = dot_x_aligned(act, m.n_in);
-    const bool one = n_tokens == 1;
     DownKernel k = nullptr;
     switch (m.type) {
 #define DS4_CASE(T) \
-    case T: k = down_kernel<T>(m, one); break;
+    case T: k = down_kernel<T>(m, ps.one, ps.wide); break;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
         default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
     }
-    ds4_launch(k, grid_of(m, slots, rows_of(m, one)), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes, m.n_in,
+    ds4_launch(k, grid_of(m, slots, ps.rows_down(m)), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes, m.n_in,
                act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_kernel");
 }
@@ -354,9 +389,10 @@ void launch_moe_routed(const MoeLaunch& a, void* s) {
                                           a.exp.gate_up_expert_bytes, a.exp.gate);
     const ExpertMatrix dn = expert_matrix(a.exp.down_type, a.E, a.exp.F, a.K, a.exp.down_row_bytes,
                                           a.exp.down_expert_bytes, a.exp.down);
+    const Passes ps{routed_one_column(a.n_tokens), false};
     gate_up(gu, slots, s, a.exp.gate, a.exp.up, a.h, a.active, a.n_active, a.count, a.start, a.tok_of, a.n_tokens,
-            a.clamp, a.act, a.grid);
-    down(dn, slots, s, a.exp.down, a.act, a.active, a.n_active, a.count, a.start, a.n_tokens, a.out, a.grid);
+            a.clamp, a.act, a.grid, ps);
+    down(dn, slots, s, a.exp.down, a.act, a.active, a.n_active, a.count, a.start, a.n_tokens, a.out, a.grid, ps);
 }
 
 void launch_moe_shared(const MoeLaunch& a, void* s) {
@@ -364,9 +400,12 @@ void launch_moe_shared(const MoeLaunch& a, void* s) {
     // One group, column c = token c.
     const ExpertMatrix sgu = expert_matrix(a.sh.type, a.sh.F, a.E, 1, a.sh.gate_up_row_bytes, 0, a.sh.gate);
     const ExpertMatrix sdn = expert_matrix(a.sh.down_type, a.E, a.sh.F, 1, a.sh.down_row_bytes, 0, a.sh.down);
-    gate_up(sgu, 1, s, a.sh.gate, a.sh.up, a.h, nullptr, nullptr, nullptr, nullptr, nullptr, a.n_tokens,
-            a.clamp_shared, a.act_sh, a.grid);
-    down(sdn, 1, s, a.sh.down, a.act_sh, nullptr, nullptr, nullptr, nullptr, a.n_tokens, a.out_sh, a.grid);
+    // Column c is token c; slot s takes columns s C .. s C + C (C the columns of a pass).
+    const Passes ps{a.n_tokens == 1, a.n_tokens > 8 && wide_shared_expert()};
+    const int64_t slots = (a.n_tokens + ps.columns() - 1) / ps.columns();
+    gate_up(sgu, slots, s, a.sh.gate, a.sh.up, a.h, nullptr, nullptr, nullptr, nullptr, nullptr, a.n_tokens,
+            a.clamp_shared, a.act_sh, a.grid, ps);
+    down(sdn, slots, s, a.sh.down, a.act_sh, nullptr, nullptr, nullptr, nullptr, a.n_tokens, a.out_sh, a.grid, ps);
 }
 
 void launch_moe_combine(const MoeLaunch& a, void* s) {
