@@ -249,16 +249,31 @@ __device__ inline void fetch_chunk(const uint8_t* row, int64_t blk, int64_t nb, 
     }
 }
 
+// A K-quant chunk's 8 codes as floats (exact) from two words whose bytes hold them at `shift`
+// under `mask` (Q2_K 0x03030303, Q4_K 0x0F0F0F0F).
+__device__ inline void kquant_codes(uint32_t q0w, uint32_t q1w, int shift, uint32_t mask, float* q) {
+    const uint32_t q0 = (q0w >> shift) & mask, q1 = (q1w >> shift) & mask;  // 4 codes each
+    for (int j = 0; j < 4; ++j) {
+        q[j] = magic_byte_to_f32(q0, j);
+        q[4 + j] = magic_byte_to_f32(q1, j);
+    }
+}
+
+// Q2_K's sub-block scale and min (dl = d * (sc & 15), ml = dmin * (sc >> 4)) from dd (f16 d,
+// dmin) and the sub-block's scale byte sc; element j is dl * q_j - ml.
+__device__ inline float q2k_scale_min(uint32_t dd, uint32_t sc, float* ml) {
+    const float d = f16_bits_to_f32((uint16_t)(dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(dd >> 16));
+    *ml = dmin * u_to_f32(sc >> 4);
+    return d * u_to_f32(sc & 0xFu);
+}
+
 // Q2_K's 8 weights of one chunk from its words: dd (f16 d, dmin), the sub-block's scale
 // byte sc, the chunk's two code words and the shift of its codes in their bytes.
 __device__ inline void decode_q2k_words(uint32_t dd, uint32_t sc, uint32_t q0w, uint32_t q1w, int shift, float* w) {
-    const float d = f16_bits_to_f32((uint16_t)(dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(dd >> 16));
-    const float dl = d * u_to_f32(sc & 0xFu), ml = dmin * u_to_f32(sc >> 4);
-    const uint32_t q0 = (q0w >> shift) & 0x03030303u, q1 = (q1w >> shift) & 0x03030303u;  // 4 codes each
-    for (int j = 0; j < 4; ++j) {
-        w[j] = ds4_fmaf(dl, magic_byte_to_f32(q0, j), -ml);
-        w[4 + j] = ds4_fmaf(dl, magic_byte_to_f32(q1, j), -ml);
-    }
+    float ml;
+    const float dl = q2k_scale_min(dd, sc, &ml);
+    kquant_codes(q0w, q1w, shift, 0x03030303u, w);
+    for (int j = 0; j < kChunk; ++j) w[j] = ds4_fmaf(dl, w[j], -ml);
 }
 
 template <uint32_t TYPE, bool WIDE>
@@ -285,9 +300,15 @@ __device__ inline float decode_raw(const RawChunk<TYPE, WIDE>& r, int j0, float*
 // chunk s's values and factor, and j0(s) its first element, in ascending order. A block is
 // shared by kLanes = (block / 8) / chunks lanes; `slot` (0 .. kLanes) is the lane's place
 // among them. By default a lane takes one chunk, at element 8 * slot.
+//
+// Affine walks (the K-quants, whose element j is dl * q_j - ml) decode a chunk's codes instead:
+// decode(raw, slot, s, q, &ml) gives the codes q_j and returns dl, and the dot kernels take
+// dl * sum(q_j x_j) - ml * sum(x_j) (gpu_dot.h chunk_products), a multiply fewer per weight
+// than forming each weight.
 template <uint32_t TYPE, bool WIDE>
 struct BlockWalk {
     static constexpr int chunks = 1;
+    static constexpr bool affine = false;
     static constexpr bool raw = RawChunk<TYPE, WIDE>::raw;
     using Raw = RawChunk<TYPE, WIDE>;
     __device__ static int j0(int slot, int) { return slot * kChunk; }
@@ -316,6 +337,7 @@ __device__ inline uint32_t half_at(const uint8_t* b, int off) {
 // (s = 0..3; slot = 4 h + i / 8).
 struct QuadWalk {
     static constexpr int chunks = 4;
+    static constexpr bool affine = true;
     static constexpr bool raw = true;
     __device__ static int j0(int slot, int s) { return 128 * (slot / 4) + 32 * s + 8 * (slot % 4); }
 };
@@ -340,11 +362,11 @@ struct BlockWalk<10, WIDE> : QuadWalk {
         r.q1 = word_at<WIDE>(b, 16 + 32 * g + i + 4);
         r.dd = word_at<WIDE>(b, 80);
     }
-    __device__ static float decode(const Raw& r, int slot, int s, float* w) {
+    __device__ static float decode(const Raw& r, int slot, int s, float* q, float* ml) {
         // Chunk s lies in sub-block 8g + 2s + i / 16: byte 2 (s % 2) + i / 16 of scale word s / 2.
         const uint32_t sc = ((s < 2 ? r.sc0 : r.sc1) >> (8 * (2 * (s % 2) + (slot % 4) / 2))) & 0xFFu;
-        decode_q2k_words(r.dd, sc, r.q0, r.q1, 2 * s, w);
-        return 1.0f;
+        kquant_codes(r.q0, r.q1, 2 * s, 0x03030303u, q);
+        return q2k_scale_min(r.dd, sc, ml);
     }
 };
 
@@ -374,7 +396,7 @@ struct BlockWalk<12, WIDE> : QuadWalk {
     __device__ static uint32_t scale_byte(const Raw& r, int x) {
         return ((x < 4 ? r.sc0 : x < 8 ? r.sc1 : r.sc2) >> (8 * (x % 4))) & 0xFFu;
     }
-    __device__ static float decode(const Raw& r, int slot, int s, float* w) {
+    __device__ static float decode(const Raw& r, int slot, int s, float* q, float* ml) {
         const int k = 4 * (slot / 4) + s;  // the chunk's sub-block; q4k_scale_min's unpacking
         uint32_t sc, m;
         if (k < 4) {
@@ -385,21 +407,16 @@ struct BlockWalk<12, WIDE> : QuadWalk {
             m = (scale_byte(r, k + 4) >> 4) | ((scale_byte(r, k) >> 6) << 4);
         }
         const float d = f16_bits_to_f32((uint16_t)(r.dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(r.dd >> 16));
-        const float dl = d * u_to_f32(sc), ml = dmin * u_to_f32(m);
-        const int shift = 4 * (s % 2);
-        const uint32_t q0 = ((s < 2 ? r.qa0 : r.qb0) >> shift) & 0x0F0F0F0Fu;  // 4 codes each
-        const uint32_t q1 = ((s < 2 ? r.qa1 : r.qb1) >> shift) & 0x0F0F0F0Fu;
-        for (int j = 0; j < 4; ++j) {
-            w[j] = ds4_fmaf(dl, magic_byte_to_f32(q0, j), -ml);
-            w[4 + j] = ds4_fmaf(dl, magic_byte_to_f32(q1, j), -ml);
-        }
-        return 1.0f;
+        *ml = dmin * u_to_f32(m);
+        kquant_codes(s < 2 ? r.qa0 : r.qb0, s < 2 ? r.qa1 : r.qb1, 4 * (s % 2), 0x0F0F0F0Fu, q);
+        return d * u_to_f32(sc);
     }
 };
 
 // What the whole-block walks share: a lane takes the 4 chunks of a 32-element block, in order.
 struct WholeBlockWalk {
     static constexpr int chunks = 4;
+    static constexpr bool affine = false;
     static constexpr bool raw = true;
     __device__ static int j0(int, int s) { return 8 * s; }
 };

@@ -14,7 +14,9 @@
 // lanes take, in blocks l / 8, l / 8 + L / 8, ..., the 4 chunks of a block whose codes share
 // words; Q4_0, MXFP4, ROCmFP4 and ROCmFP2 lanes whole blocks l, l + L, ...; all in ascending
 // order); per chunk p = the 8 products w_j * x_j summed in element order with fmaf from
-// 0, then acc = fmaf(d, p, acc) (d: the chunk's factor). The L partial sums are then added
+// 0, then acc = fmaf(d, p, acc) (d: the chunk's factor; the K-quants Q2_K and Q4_K, whose
+// element is dl * q_j - ml, take p over the codes q_j, then acc = fmaf(dl, p, acc) and
+// acc = fmaf(-ml, sx, acc) with sx the chunk's 8 x added in element order from 0). The L partial sums are then added
 // in gpu_tree.h's fixed tree. Nothing depends on NC, R or on how many columns are live: NC
 // columns and R rows run copies of the one-row, one-column arithmetic side by side, and with
 // contraction off no instantiation can fuse differently.
@@ -124,6 +126,27 @@ __device__ inline void chunk_products(const float (*w)[kChunk], const float* d, 
     }
 }
 
+// The same for an affine walk's chunk (K-quants: element j is d[r] * q[r][j] - m[r]): per
+// column the chunk's x summed in element order from 0 (sx, once for the R rows), then per row
+// acc = fma(d, sum of q_j x_j, acc) and acc = fma(-m, sx, acc).
+template <int NC, int R>
+__device__ inline void chunk_products_affine(const float (*q)[kChunk], const float* d, const float* m, int64_t e,
+                                             bool live, const float* const* x, int nc, bool x4, float* acc) {
+    for (int c = 0; c < NC; ++c) {
+        if (c >= nc) break;  // (a constant-bound loop: acc and x stay in registers)
+        float xv[kChunk];
+        load_x8(x[c] + e, kChunk, x4, xv);
+        float sx = 0.0f;
+        for (int j = 0; j < kChunk; ++j) sx += xv[j];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            float a = ds4_fmaf(d[r], chunk_dot(q[r], xv, kChunk), acc[r * NC + c]);
+            a = ds4_fmaf(-m[r], sx, a);
+            acc[r * NC + c] = live ? a : acc[r * NC + c];
+        }
+    }
+}
+
 // Fetches (BlockWalk::fetch) a lane has in flight per row: 8 / R when a fetch is one chunk's
 // raw words, 4 / R otherwise (one chunk decoded at fetch time, or a walk's 4 chunks: Q2_K,
 // Q4_K and the whole-block types), so about 8 raw chunks or 4 fetches across the R rows.
@@ -168,9 +191,16 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
 #pragma unroll
                     for (int s = 0; s < Walk::chunks; ++s) {
                         float w[R][kChunk], d[R];
+                        if constexpr (Walk::affine) {
+                            float m[R];
 #pragma unroll
-                        for (int r = 0; r < R; ++r) d[r] = Walk::decode(raw[u][r], slot, s, w[r]);
-                        chunk_products<NC, R>(w, d, b * QK + Walk::j0(slot, s), kChunk, live, x, nc, x4, acc);
+                            for (int r = 0; r < R; ++r) d[r] = Walk::decode(raw[u][r], slot, s, w[r], &m[r]);
+                            chunk_products_affine<NC, R>(w, d, m, b * QK + Walk::j0(slot, s), live, x, nc, x4, acc);
+                        } else {
+#pragma unroll
+                            for (int r = 0; r < R; ++r) d[r] = Walk::decode(raw[u][r], slot, s, w[r]);
+                            chunk_products<NC, R>(w, d, b * QK + Walk::j0(slot, s), kChunk, live, x, nc, x4, acc);
+                        }
                     }
                 }
             }
