@@ -402,8 +402,6 @@ extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t
 }
 
 #if DS4_GPU_HOST_CODE
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "backend/gpu/gpu_kernels.h"
@@ -425,15 +423,13 @@ int64_t part_doubles(int64_t n, int64_t n_head, int64_t D, int64_t most) {
 // Whether a call of n tokens runs a block per chunk (and the combine) rather than a block per
 // (token, head): the rule above, or DS4KIT_GPU_ATTN_SCHEDULE=chunks|heads.
 bool chunk_schedule(int64_t n, int64_t n_head, int64_t D, int64_t most) {
-    const char* mode = std::getenv("DS4KIT_GPU_ATTN_SCHEDULE");
-    if (!mode || !*mode || std::strcmp(mode, "auto") == 0) {
-        return n <= kVerifyTokens ||
-               (n <= kSplitTokens && part_doubles(n, n_head, D, most) * (int64_t)sizeof(double) <= kMaxPartBytes);
+    switch (env_choice("DS4KIT_GPU_ATTN_SCHEDULE", {"auto", "chunks", "heads"})) {
+        case 1: return true;
+        case 2: return false;
+        default:
+            return n <= kVerifyTokens ||
+                   (n <= kSplitTokens && part_doubles(n, n_head, D, most) * (int64_t)sizeof(double) <= kMaxPartBytes);
     }
-    if (std::strcmp(mode, "chunks") == 0) return true;
-    if (std::strcmp(mode, "heads") == 0) return false;
-    throw ArgumentError(DS4_GPU_WHO ": DS4KIT_GPU_ATTN_SCHEDULE is '" + std::string(mode) +
-                        "'; expected auto, chunks or heads");
 }
 }  // namespace
 

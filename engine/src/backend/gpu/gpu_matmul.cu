@@ -61,8 +61,6 @@ DS4_GPU_FOR_EACH_TYPE(DS4_MATMUL_INSTANCES)
 static_assert(kCols == 8, "DS4_MATMUL_INSTANCES lists NC = 1, 2, 4, kCols");
 
 #if DS4_GPU_HOST_CODE
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "backend/gpu/gpu_kernels.h"
@@ -92,15 +90,14 @@ MatmulKernel kernel_for(bool many, int* R) {
 // does on models too small for the rule; never: to measure what it buys).
 bool wide_rows_for(int64_t n_rows, int L, int ncols, int64_t x_group_rows) {
     if (ncols <= kCols || (x_group_rows != n_rows && x_group_rows % kWideRows != 0)) return false;
-    const char* mode = std::getenv("DS4KIT_GPU_WIDE_ROWS");
-    if (!mode || !*mode || std::strcmp(mode, "auto") == 0) {
-        constexpr int64_t kWave = 128;  // blocks: about one per multiprocessor of a large GPU
-        return (int64_t)dot_row_blocks(n_rows, L, kWideRows) * ((ncols + kWideCols - 1) / kWideCols) >= kWave;
+    switch (env_choice("DS4KIT_GPU_WIDE_ROWS", {"auto", "always", "never"})) {
+        case 1: return true;
+        case 2: return false;
+        default: {
+            constexpr int64_t kWave = 128;  // blocks: about one per multiprocessor of a large GPU
+            return (int64_t)dot_row_blocks(n_rows, L, kWideRows) * ((ncols + kWideCols - 1) / kWideCols) >= kWave;
+        }
     }
-    if (std::strcmp(mode, "always") == 0) return true;
-    if (std::strcmp(mode, "never") == 0) return false;
-    throw ArgumentError(DS4_GPU_WHO ": DS4KIT_GPU_WIDE_ROWS is '" + std::string(mode) +
-                        "'; expected auto, always or never");
 }
 
 template <uint32_t T>
@@ -129,12 +126,8 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
 }  // namespace
 
 bool row_groups_for(int64_t rows) {
-    const char* mode = std::getenv("DS4KIT_GPU_ROW_GROUPS");
-    if (!mode || !*mode || std::strcmp(mode, "auto") == 0) return rows >= 8192;
-    if (std::strcmp(mode, "always") == 0) return true;
-    if (std::strcmp(mode, "never") == 0) return false;
-    throw ArgumentError(DS4_GPU_WHO ": DS4KIT_GPU_ROW_GROUPS is '" + std::string(mode) +
-                        "'; expected auto, always or never");
+    const int mode = env_choice("DS4KIT_GPU_ROW_GROUPS", {"auto", "always", "never"});
+    return mode == 0 ? rows >= 8192 : mode == 1;
 }
 
 int dot_lanes(int64_t rows, int64_t n_in) {

@@ -231,8 +231,6 @@ extern "C" __global__ void ds4_moe_combine_kernel(const float* out, const float*
 
 #if DS4_GPU_HOST_CODE
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "backend/gpu/gpu_kernels.h"
@@ -321,19 +319,12 @@ DownKernel down_kernel(const ExpertMatrix& m, bool one, bool wide) {
 // carry registers and loads in flight for 4. Columns per pass change no bit.
 // DS4KIT_GPU_MOE_COLUMNS=auto|1|4 (auto: 1).
 bool routed_one_column(int64_t n_tokens) {
-    if (n_tokens == 1) return true;
-    const char* mode = std::getenv("DS4KIT_GPU_MOE_COLUMNS");
-    if (!mode || !*mode || std::strcmp(mode, "auto") == 0 || std::strcmp(mode, "1") == 0) return true;
-    if (std::strcmp(mode, "4") == 0) return false;
-    throw ArgumentError(DS4_GPU_WHO ": DS4KIT_GPU_MOE_COLUMNS is '" + std::string(mode) + "'; expected auto, 1 or 4");
+    return n_tokens == 1 || env_choice("DS4KIT_GPU_MOE_COLUMNS", {"auto", "1", "4"}) != 2;
 }
 
 // The shared expert's calls of more than 8 tokens take kWideRows rows per group unless
 // DS4KIT_GPU_WIDE_ROWS=never (gpu_matmul.cu's variable: the same choice for the same shapes).
-bool wide_shared_expert() {
-    const char* mode = std::getenv("DS4KIT_GPU_WIDE_ROWS");
-    return !(mode && std::strcmp(mode, "never") == 0);
-}
+bool wide_shared_expert() { return env_choice("DS4KIT_GPU_WIDE_ROWS", {"auto", "always", "never"}) != 2; }
 
 void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate, const uint8_t* up, const float* h,
              const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,

@@ -10,6 +10,9 @@
 #error "gpu_runtime.h needs the CUDA or HIP runtime headers; guard the include with DS4_GPU_HAVE_RUNTIME"
 #endif
 
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "common/error.h"
@@ -96,6 +99,22 @@ inline void gpu_check(ds4_gpu_error_t rc, const char* call, const std::string& w
         throw ArgumentError(msg);
     }
     throw UnsupportedError(msg);
+}
+
+// Which of `choices` the override variable `var` names (the kernel-choice switches such as
+// DS4KIT_GPU_WIDE_ROWS): 0, the first choice ("auto"), when it is unset or empty; any other
+// value is an ArgumentError naming the variable and its choices.
+inline int env_choice(const char* var, std::initializer_list<const char*> choices) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) return 0;
+    int i = 0;
+    std::string expected;
+    for (const char* c : choices) {
+        if (std::strcmp(v, c) == 0) return i;
+        expected += (i ? (i + 1 == (int)choices.size() ? " or " : ", ") : "") + std::string(c);
+        ++i;
+    }
+    throw ArgumentError(DS4_GPU_WHO ": " + std::string(var) + " is '" + v + "'; expected " + expected);
 }
 
 }  // namespace ds4
