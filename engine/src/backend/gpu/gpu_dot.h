@@ -66,9 +66,9 @@ __host__ __device__ constexpr int max_group_rows() {
     return NC == 1 ? 4 : 2;
 }
 
-// Columns per pass and rows per group of calls of more than 8 columns (prefill blocks;
-// gpu_matmul.cu wide_rows_for).
-constexpr int kWideCols = 4, kWideRows = 4;
+// Calls of more than kNarrowCols columns (prefill blocks) are wide: kWideCols columns per pass
+// by kWideRows rows per group (gpu_matmul.cu wide_rows_for, gpu_moe.cu's shared expert).
+constexpr int kNarrowCols = 8, kWideCols = 4, kWideRows = 4;
 
 // Host side too: 1 if columns at x + c * ld allow load_x8's 16-byte loads; the blocks that
 // hold `rows` rows at kDotBlock / L groups of R rows a block.

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 namespace {
-constexpr int kCols = 8;  // the widest column batch (a verify of width 8 is one launch)
+constexpr int kCols = ds4::gpu::kNarrowCols;  // the widest column batch (a verify of width 8 is one launch)
 }  // namespace
 
 // Block (b, g): R consecutive rows per group of L lanes, kDotBlock / L groups, for columns

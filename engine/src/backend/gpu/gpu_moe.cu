@@ -4,9 +4,10 @@
 //      id order, tokens ascending within an expert (cpu_moe.cpp's order), and the list of
 //      experts some token chose;
 //   2. gate and up: block (b, s) computes kDotBlock / L rows of the s-th chosen expert for
-//      each of its columns (a row is read from memory once per batch of kMoeCols columns),
-//      then the clamped SwiGLU; blocks past the chosen experts return at once. The shared
-//      expert is one more launch over every token;
+//      each of its columns, a pass per column (or per kMoeCols columns: routed_one_column
+//      below), then the clamped SwiGLU; blocks past the chosen experts return at
+//      once. The shared expert is one more launch over every token, slot s taking the s-th
+//      group of columns of a pass;
 //   3. down, likewise;
 //   4. per token and element, the weighted sum in k order, the shared expert last (double).
 // Each product is gpu_dot.h's group_dot with L from the expert's shape, so a token's output
@@ -388,11 +389,10 @@ void launch_moe_routed(const MoeLaunch& a, void* s) {
 
 void launch_moe_shared(const MoeLaunch& a, void* s) {
     if (a.n_tokens <= 0) return;
-    // One group, column c = token c.
     const ExpertMatrix sgu = expert_matrix(a.sh.type, a.sh.F, a.E, 1, a.sh.gate_up_row_bytes, 0, a.sh.gate);
     const ExpertMatrix sdn = expert_matrix(a.sh.down_type, a.E, a.sh.F, 1, a.sh.down_row_bytes, 0, a.sh.down);
     // Column c is token c; slot s takes columns s C .. s C + C (C the columns of a pass).
-    const Passes ps{a.n_tokens == 1, a.n_tokens > 8 && wide_shared_expert()};
+    const Passes ps{a.n_tokens == 1, a.n_tokens > kNarrowCols && wide_shared_expert()};
     const int64_t slots = (a.n_tokens + ps.columns() - 1) / ps.columns();
     gate_up(sgu, slots, s, a.sh.gate, a.sh.up, a.h, nullptr, nullptr, nullptr, nullptr, nullptr, a.n_tokens,
             a.clamp_shared, a.act_sh, a.grid, ps);
