@@ -111,37 +111,24 @@ __device__ inline float chunk_dot(const float* w, const float* xv, int len) {
 // fma(d[r], p_rc, acc[r * NC + c]) for c < nc, when `live`: column c's values are loaded once
 // for the R rows. A chunk that is not live (a repeated one past the row's end) is computed
 // and dropped by a select, so the caller's chunks stay one branch-free stretch of code.
+// m (an affine walk's chunk, the K-quants: element j is d[r] * w[r][j] - m[r], w the codes):
+// per column also the chunk's x summed in element order from 0 (sx, once for the R rows), then
+// per row acc = fma(-m[r], sx, acc) after the product's fma.
 template <int NC, int R>
-__device__ inline void chunk_products(const float (*w)[kChunk], const float* d, int64_t e, int len, bool live,
-                                      const float* const* x, int nc, bool x4, float* acc) {
+__device__ inline void chunk_products(const float (*w)[kChunk], const float* d, const float* m, int64_t e, int len,
+                                      bool live, const float* const* x, int nc, bool x4, float* acc) {
     for (int c = 0; c < NC; ++c) {
         if (c >= nc) break;  // (a constant-bound loop: acc and x stay in registers)
         float xv[kChunk];
         load_x8(x[c] + e, len, x4 && len == kChunk, xv);
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const float a = ds4_fmaf(d[r], chunk_dot(w[r], xv, len), acc[r * NC + c]);
-            acc[r * NC + c] = live ? a : acc[r * NC + c];
-        }
-    }
-}
-
-// The same for an affine walk's chunk (K-quants: element j is d[r] * q[r][j] - m[r]): per
-// column the chunk's x summed in element order from 0 (sx, once for the R rows), then per row
-// acc = fma(d, sum of q_j x_j, acc) and acc = fma(-m, sx, acc).
-template <int NC, int R>
-__device__ inline void chunk_products_affine(const float (*q)[kChunk], const float* d, const float* m, int64_t e,
-                                             bool live, const float* const* x, int nc, bool x4, float* acc) {
-    for (int c = 0; c < NC; ++c) {
-        if (c >= nc) break;  // (a constant-bound loop: acc and x stay in registers)
-        float xv[kChunk];
-        load_x8(x[c] + e, kChunk, x4, xv);
         float sx = 0.0f;
-        for (int j = 0; j < kChunk; ++j) sx += xv[j];
+        if (m) {
+            for (int j = 0; j < kChunk; ++j) sx += xv[j];
+        }
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            float a = ds4_fmaf(d[r], chunk_dot(q[r], xv, kChunk), acc[r * NC + c]);
-            a = ds4_fmaf(-m[r], sx, a);
+            float a = ds4_fmaf(d[r], chunk_dot(w[r], xv, len), acc[r * NC + c]);
+            if (m) a = ds4_fmaf(-m[r], sx, a);
             acc[r * NC + c] = live ? a : acc[r * NC + c];
         }
     }
@@ -190,17 +177,17 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
                     const int64_t b = live ? b0 + u * step : blocks - 1;
 #pragma unroll
                     for (int s = 0; s < Walk::chunks; ++s) {
-                        float w[R][kChunk], d[R];
-                        if constexpr (Walk::affine) {
-                            float m[R];
+                        float w[R][kChunk], d[R], m[R];
 #pragma unroll
-                            for (int r = 0; r < R; ++r) d[r] = Walk::decode(raw[u][r], slot, s, w[r], &m[r]);
-                            chunk_products_affine<NC, R>(w, d, m, b * QK + Walk::j0(slot, s), live, x, nc, x4, acc);
-                        } else {
-#pragma unroll
-                            for (int r = 0; r < R; ++r) d[r] = Walk::decode(raw[u][r], slot, s, w[r]);
-                            chunk_products<NC, R>(w, d, b * QK + Walk::j0(slot, s), kChunk, live, x, nc, x4, acc);
+                        for (int r = 0; r < R; ++r) {
+                            if constexpr (Walk::affine) {
+                                d[r] = Walk::decode(raw[u][r], slot, s, w[r], &m[r]);
+                            } else {
+                                d[r] = Walk::decode(raw[u][r], slot, s, w[r]);
+                            }
                         }
+                        chunk_products<NC, R>(w, d, Walk::affine ? m : nullptr, b * QK + Walk::j0(slot, s), kChunk,
+                                              live, x, nc, x4, acc);
                     }
                 }
             }
@@ -223,7 +210,7 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
             const int64_t e = (live ? k0 + u * ln.L : chunks - 1) * kChunk;
             // Quant rows are whole blocks, so only float rows have a short last chunk.
             const int len = TypeInfo<TYPE>::block > 1 || n - e >= kChunk ? kChunk : (int)(n - e);
-            chunk_products<NC, R>(w[u], d[u], e, len, live, x, nc, x4, acc);
+            chunk_products<NC, R>(w[u], d[u], nullptr, e, len, live, x, nc, x4, acc);
         }
     }
 }
