@@ -323,8 +323,9 @@ bool routed_one_column(int64_t n_tokens) {
     return n_tokens == 1 || env_choice("DS4KIT_GPU_MOE_COLUMNS", {"auto", "1", "4"}) != 2;
 }
 
-// The shared expert's calls of more than 8 tokens take kWideRows rows per group unless
-// DS4KIT_GPU_WIDE_ROWS=never (gpu_matmul.cu's variable: the same choice for the same shapes).
+// The shared expert's calls of more than kNarrowCols tokens take kWideRows rows per group unless
+// DS4KIT_GPU_WIDE_ROWS=never (gpu_matmul.cu's variable; no block-count rule here, as a slot per
+// kMoeCols columns gives such a call 8 or more slots of row blocks).
 bool wide_shared_expert() { return env_choice("DS4KIT_GPU_WIDE_ROWS", {"auto", "always", "never"}) != 2; }
 
 void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate, const uint8_t* up, const float* h,
