@@ -1,4 +1,4 @@
-// Attention and indexer selection on the GPU over the sequence state (cpu_attention.cpp).
+// Attention on the GPU over the sequence state (cpu_attention.cpp).
 //
 // attention: per (token, head), key t is a window row (F16 in the ring), then a compressed row
 // (F16; all visible ones or the indexer's selection), or, for attention_rows, row t of a float
@@ -10,8 +10,7 @@
 // Nothing depends on the other tokens of the call or on which schedule ran (verify == decode ==
 // prefill).
 //
-// indexer_select: scores one thread per (token, row), then per token the top_k by rank
-// (rows ranked by score, ties to the lower row) and written in ascending row order.
+// (The indexer's selection is gpu_indexer.cu.)
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_math.h"  // before gpu_dequant.h: core/numerics.h needs its device libm
 #include "backend/gpu/gpu_dequant.h"
@@ -354,53 +353,6 @@ extern "C" __global__ void ds4_attention_combine_kernel(Keys keys, ds4::gpu::Ste
     finish_head(acc, den, rope, cs, D, O + b * D);
 }
 
-// One thread per (token i, row c) of the rows token i sees, when it sees more than top_k.
-extern "C" __global__ void ds4_indexer_scores_kernel(const uint16_t* idx_rows, ds4::gpu::StepPos p0, const float* q,
-                                                     const float* w, int64_t n, int64_t n_head, int64_t d,
-                                                     int64_t top_k, double* scores, int64_t ld) {
-    const int64_t i = ds4_block_y();
-    const int64_t c = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
-    const int64_t n_c = (ds4::gpu::pos_of(p0) + i + 1) / 4;
-    if (i >= n || n_c <= top_k || c >= n_c) return;
-    const uint16_t* row = idx_rows + c * d;
-    double acc = 0.0;
-    for (int64_t h = 0; h < n_head; ++h) {
-        const double dot = ds4::gpu::attn_dot(q + (i * n_head + h) * d,
-                                              [row](int64_t j) { return (double)ds4::f16_to_f32(row[j]); }, d);
-        acc += (double)w[i * n_head + h] * ds4::num::max_f64(dot, 0.0);
-    }
-    scores[i * ld + c] = acc;
-}
-
-// Block i: selected[i * top_k ..] = the top_k rows (score descending, ties: lower row) in
-// ascending order, or every visible row when there are at most top_k. flags: [n][ld] ints.
-extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t top_k, const double* scores,
-                                                   int32_t* flags, int64_t ld, int32_t* selected) {
-    const int64_t i = ds4_block_x();
-    const int64_t n_c = (ds4::gpu::pos_of(p0) + i + 1) / 4;
-    const int t = (int)ds4_thread_x();
-    int32_t* sel = selected + i * top_k;
-    if (n_c <= top_k) {
-        for (int64_t c = t; c < n_c; c += kThreads) sel[c] = (int32_t)c;
-        return;
-    }
-    const double* s = scores + i * ld;
-    int32_t* f = flags + i * ld;
-    for (int64_t c = t; c < n_c; c += kThreads) {
-        int64_t rank = 0;
-        const double v = s[c];
-        for (int64_t o = 0; o < n_c && rank < top_k; ++o) rank += (s[o] > v || (s[o] == v && o < c)) ? 1 : 0;
-        f[c] = rank < top_k ? 1 : 0;
-    }
-    ds4_sync_block();
-    if (t == 0) {
-        int64_t k = 0;
-        for (int64_t c = 0; c < n_c && k < top_k; ++c) {
-            if (f[c]) sel[k++] = (int32_t)c;
-        }
-    }
-}
-
 #if DS4_GPU_HOST_CODE
 #include <string>
 
@@ -476,18 +428,6 @@ void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, 
     ds4_launch(ds4_attention_combine_kernel, dim3((unsigned)rows), dim3(kThreads), s, keys, p0, Q, n_head, D, sinks,
                rope, nch, (const double*)part_o, (const double*)part_ml, O);
     DS4_GPU_CHECK_LAUNCH("ds4_attention_combine_kernel");
-}
-
-void launch_indexer_select(const uint16_t* idx_rows, StepPos p0, const float* q, const float* w, int64_t n,
-                           int64_t n_head, int64_t d, int64_t top_k, double* scores, int32_t* flags, int64_t ld,
-                           int32_t* selected, void* s) {
-    if (n <= 0) return;
-    const unsigned gx = (unsigned)((ld + kThreads - 1) / kThreads);
-    ds4_launch(ds4_indexer_scores_kernel, dim3(gx > 0 ? gx : 1, (unsigned)n), dim3(kThreads), s, idx_rows, p0, q, w, n,
-               n_head, d, top_k, scores, ld);
-    DS4_GPU_CHECK_LAUNCH("ds4_indexer_scores_kernel");
-    ds4_launch(ds4_indexer_topk_kernel, dim3((unsigned)n), dim3(kThreads), s, p0, top_k, scores, flags, ld, selected);
-    DS4_GPU_CHECK_LAUNCH("ds4_indexer_topk_kernel");
 }
 
 }  // namespace gpu

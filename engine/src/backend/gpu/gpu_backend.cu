@@ -438,9 +438,8 @@ public:
         const int64_t ld_cap = std::max(ld, plan_end(p0, n) / 4);  // a replayed step's rows, at most
         std::lock_guard<std::mutex> lock(scratch_mu_);
         double* scores = scratch<double>(kSlotScores, n * ld_cap);
-        int32_t* flags = scratch<int32_t>(kSlotFlags, n * ld_cap);
-        gpu::launch_indexer_select(L.idx.get(), step_pos(p0), q.get(), w.get(), n, n_head, d, top_k, scores, flags,
-                                   ld_cap, selected.get(), stream_);
+        gpu::launch_indexer_select(L.idx.get(), step_pos(p0), q.get(), w.get(), n, n_head, d, top_k, scores, ld_cap,
+                                   selected.get(), stream_);
     }
 
     void attention(const SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> Q, int64_t n_head,
@@ -619,7 +618,6 @@ private:
         kSlotMoeOut,
         kSlotScores,
         kSlotAttnPart,
-        kSlotFlags,
         kSlots
     };
     template <class T>

@@ -81,6 +81,14 @@ __device__ inline float ds4_fmaf(float a, float b, float c) { return __fmaf_rn(a
 __device__ inline float ds4_fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 #endif
 
+// *p += v as one atomic operation on a shared-memory int (histograms). The device-only HIP
+// compile has no atomicAdd, so clang's generic builtin there.
+#if DS4_GPU_HAVE_RUNTIME
+__device__ inline void ds4_atomic_add_shared(int* p, int v) { atomicAdd(p, v); }
+#else
+__device__ inline void ds4_atomic_add_shared(int* p, int v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+#endif
+
 // Register cap for the matrix kernels (blocks of gpu_dot.h kDotBlock = 256 threads): two
 // resident blocks per NVIDIA multiprocessor (ptxas gave the decode experts 137 registers,
 // one block: two warps per scheduler could not hide the fma chains). HIP's second argument

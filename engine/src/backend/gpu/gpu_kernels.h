@@ -150,10 +150,11 @@ AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most
 void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
                       const float* sinks, const RopeSpec& rope, int64_t most, double* scores, double* part, float* O,
                       void* s);
-// scores / flags: scratch of n * ld, ld >= the most rows a token sees (the grid covers ld).
+// gpu_indexer.cu. scores: scratch of n * ld doubles, ld >= the most rows a token sees (the
+// grid covers ld); n_head <= 256.
 void launch_indexer_select(const uint16_t* idx_rows, StepPos p0, const float* q, const float* w, int64_t n,
-                           int64_t n_head, int64_t d, int64_t top_k, double* scores, int32_t* flags, int64_t ld,
-                           int32_t* selected, void* s);
+                           int64_t n_head, int64_t d, int64_t top_k, double* scores, int64_t ld, int32_t* selected,
+                           void* s);
 
 }  // namespace gpu
 }  // namespace ds4
