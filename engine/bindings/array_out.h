@@ -8,8 +8,9 @@
 
 namespace py = pybind11;
 
-inline py::array_t<float> to_array(std::vector<float>&& v, std::vector<py::ssize_t> shape) {
-    auto* heap = new std::vector<float>(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<float>*>(p); });
-    return py::array_t<float>(std::move(shape), heap->data(), owner);
+template <class T>
+py::array_t<T> to_array(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
+    auto* heap = new std::vector<T>(std::move(v));
+    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+    return py::array_t<T>(std::move(shape), heap->data(), owner);
 }

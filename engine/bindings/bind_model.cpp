@@ -273,6 +273,36 @@ void bind_model(py::module_& m) {
             },
             py::arg("tokens"), "Logits of every token (float32 [q, n_vocab]); rows equal one-by-one decode")
         .def(
+            "decode_top",
+            [](Ds4Session& s, int64_t token, int64_t k) {
+                const int32_t id = token_ids({token})[0];
+                Ds4Session::TopK top;
+                {
+                    py::gil_scoped_release nogil;
+                    top = s.decode_top(id, k);
+                }
+                return py::make_tuple(to_array(std::move(top.ids), {(py::ssize_t)k}),
+                                      to_array(std::move(top.vals), {(py::ssize_t)k}));
+            },
+            py::arg("token"), py::arg("k") = 1,
+            "Feeds one token like decode; returns (ids int32 [k], values float32 [k]): its k best logits, "
+            "largest first, ties to the lower id, found on the backend (only these come back)")
+        .def(
+            "verify_top",
+            [](Ds4Session& s, const std::vector<int64_t>& tokens64, int64_t k) {
+                const std::vector<int32_t> tokens = token_ids(tokens64);
+                Ds4Session::TopK top;
+                {
+                    py::gil_scoped_release nogil;
+                    top = s.verify_top(tokens, k);
+                }
+                const auto q = (py::ssize_t)tokens.size();
+                return py::make_tuple(to_array(std::move(top.ids), {q, (py::ssize_t)k}),
+                                      to_array(std::move(top.vals), {q, (py::ssize_t)k}));
+            },
+            py::arg("tokens"), py::arg("k") = 1,
+            "Feeds tokens like verify; returns (ids int32 [q, k], values float32 [q, k]), each row as decode_top")
+        .def(
             "prefill",
             [](Ds4Session& s, const std::vector<int64_t>& tokens64, const std::string& mode,
                py::object should_stop) -> py::object {

@@ -26,11 +26,21 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "core/dev_ptr.h"
 #include "core/rope_spec.h"
+#include "core/top_k.h"
 #include "core/weight_view.h"
 
 namespace ds4 {
+
+// The arguments Backend::row_top_k accepts (every backend checks them so).
+inline void check_row_top_k(const char* who, int64_t n_rows, int64_t n, int64_t k) {
+    if (n_rows < 0 || n < 1 || n > 0x7fffffff || k < 1 || k > n || k > kMaxRowTopK) {
+        throw ArgumentError(std::string(who) + ": row_top_k: k " + std::to_string(k) + " of rows of " +
+                            std::to_string(n) + " (1 <= k <= min(n, " + std::to_string(kMaxRowTopK) + "))");
+    }
+}
 
 // Hyper-connection split of one sublayer for one token, stored flat as doubles:
 // pre [n_hc] (weights of the sublayer input), post [n_hc] (gates of its output),
@@ -202,6 +212,13 @@ public:
 
     // x[k] = (float)(x[k] * s) for k < n.
     virtual void scale(Dev<float> x, int64_t n, double s) = 0;
+
+    // Per row r of x ([n_rows][n]): ids[r * k + j] and vals[r * k + j] for j < k, the row's k
+    // largest values, largest first, an equal value at the lower index first, NaN last
+    // (core/top_k.h). 1 <= k <= min(n, kMaxRowTopK). Greedy decoding reads one id per token
+    // instead of the row (a GPU's logits stay on the device).
+    virtual void row_top_k(Dev<const float> x, int64_t n_rows, int64_t n, int64_t k, Dev<int32_t> ids,
+                           Dev<float> vals) = 0;
 
     // dst[k] = src[k] for k < n (the regions do not overlap).
     virtual void copy(Dev<float> dst, Dev<const float> src, int64_t n) = 0;

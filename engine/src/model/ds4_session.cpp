@@ -154,6 +154,23 @@ std::vector<float> Ds4Session::decode(int32_t token) {
     return logits;
 }
 
+Ds4Session::TopK Ds4Session::decode_top(int32_t token, int64_t k) {
+    return verify_top(std::vector<int32_t>{token}, k);
+}
+
+Ds4Session::TopK Ds4Session::verify_top(const std::vector<int32_t>& tokens, int64_t k) {
+    if (tokens.empty()) throw ArgumentError("verify needs at least one token");
+    const int64_t n = (int64_t)tokens.size();
+    check_row_top_k("session", n, model_->hparams().n_vocab, k);
+    check_tokens(tokens.data(), n);  // fail before any state changes
+    TopK top;
+    top.k = k;
+    std::vector<float> unused;
+    captured_.clear();
+    for (int64_t b = 0; b < n; b += kBlock) forward(tokens.data() + b, std::min(kBlock, n - b), kAllRows, unused, &top);
+    return top;
+}
+
 std::vector<float> Ds4Session::verify(const std::vector<int32_t>& tokens) {
     if (tokens.empty()) throw ArgumentError("verify needs at least one token");
     const int64_t n = (int64_t)tokens.size();
@@ -189,7 +206,7 @@ std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool 
     return logits;
 }
 
-std::vector<int64_t> Ds4Session::step_key(int64_t p0, int64_t n) const {
+std::vector<int64_t> Ds4Session::step_key(int64_t p0, int64_t n, int64_t top_k) const {
     // Everything the step's calls depend on besides positions and the state: this session's
     // buffers (its id; the logits buffer's growths; which of X / X2 holds the streams), the
     // options that pick calls, and the one branch positions take (the indexer, once a token
@@ -200,10 +217,12 @@ std::vector<int64_t> Ds4Session::step_key(int64_t p0, int64_t n) const {
             (int64_t)(uintptr_t)act_.X.get(),
             numerics_.fp8_kv ? 1 : 0,
             numerics_.indexer_fp4 ? 1 : 0,
-            (p0 + n) / 4 > hp.idx_top_k ? 1 : 0};
+            (p0 + n) / 4 > hp.idx_top_k ? 1 : 0,
+            top_k};
 }
 
-void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits) {
+void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits,
+                         TopK* top) {
     check_tokens(tokens, n);
     const Ds4Hparams& hp = model_->hparams();
     Backend& be = model_->backend();
@@ -213,14 +232,23 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
     // Sized for the most rows asked so far (decode and prefill need one, a verify up to
     // kBlock): grows a few times per session, never per token.
     if (m > 0) reserve_logits_rows(m);
+    const int64_t k = top ? top->k : 0;
+    if (k && !top_ids_buf_) {  // once per session, before any step records its address
+        top_ids_buf_ = be.alloc((size_t)(kBlock * kMaxRowTopK) * sizeof(int32_t));
+        top_vals_buf_ = be.alloc((size_t)(kBlock * kMaxRowTopK) * sizeof(float));
+    }
 
     be.upload(act_.tokens, tokens, n);
     // Decode and verify (every token's logits) run as one backend step, which a GPU backend
     // records once and replays for later steps of the same key.
     const bool as_step = m == n;
-    if (!as_step || !be.begin_step(*state_, p0, n, step_key(p0, n))) {
+    if (!as_step || !be.begin_step(*state_, p0, n, step_key(p0, n, k))) {
         try {
             issue_forward(n, p0, want_logits, m);
+            if (k) {
+                be.row_top_k(logits_buf_->as<const float>(), m, hp.n_vocab, k, top_ids_buf_->as<int32_t>(),
+                             top_vals_buf_->as<float>());
+            }
         } catch (...) {
             if (as_step) be.end_step(false);
             throw;
@@ -230,8 +258,14 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
     state_->commit(n);
     tokens_.insert(tokens_.end(), tokens, tokens + n);
 
-    const size_t off = logits.size();
-    if (m > 0) {
+    if (k) {
+        const size_t off = top->ids.size();
+        top->ids.resize(off + (size_t)(m * k));
+        top->vals.resize(off + (size_t)(m * k));
+        be.download(top->ids.data() + off, Dev<const int32_t>(top_ids_buf_->as<int32_t>()), m * k);
+        be.download(top->vals.data() + off, Dev<const float>(top_vals_buf_->as<float>()), m * k);
+    } else if (m > 0) {
+        const size_t off = logits.size();
         logits.resize(off + (size_t)(m * hp.n_vocab));
         be.download(logits.data() + off, logits_buf_->as<const float>(), m * hp.n_vocab);
     }

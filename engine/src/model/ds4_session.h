@@ -77,6 +77,16 @@ public:
     std::vector<float> decode(int32_t token);
     // Logits of every token, row-major [tokens.size()][n_vocab].
     std::vector<float> verify(const std::vector<int32_t>& tokens);
+    // The k best logits of each token (Backend::row_top_k: largest first, ties to the lower
+    // id), found where the logits are computed: only ids and values [tokens][k] come back.
+    // Greedy decoding needs k = 1; a margin, k = 2. 1 <= k <= kMaxRowTopK.
+    struct TopK {
+        int64_t k = 0;
+        std::vector<int32_t> ids;
+        std::vector<float> vals;
+    };
+    TopK decode_top(int32_t token, int64_t k);
+    TopK verify_top(const std::vector<int32_t>& tokens, int64_t k);
     // Feeds the tokens; returns the logits of the last one. exact: one token at
     // a time; batched: blocks of up to kBlock tokens ending on ratio-4
     // boundaries (same results, as the forward is block-width invariant).
@@ -107,11 +117,13 @@ public:
 private:
     // Runs tokens [0, n) (n <= kBlock) at positions pos().. and advances. Appends
     // the logits of tokens with want_logits[i] to logits (row-major, in token order).
-    void forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits);
+    // With top (every row wanted), the rows' top->k best come back into top instead.
+    void forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits,
+                 TopK* top = nullptr);
     // The backend calls of that forward (embed, layers, head into logits_buf_), m wanted rows.
     void issue_forward(int64_t n, int64_t p0, const bool* want_logits, int64_t m);
     // What a recorded step of n tokens at p0 depends on (Backend::begin_step).
-    std::vector<int64_t> step_key(int64_t p0, int64_t n) const;
+    std::vector<int64_t> step_key(int64_t p0, int64_t n, int64_t top_k) const;
     void check_tokens(const int32_t* tokens, int64_t n) const;
 
     std::shared_ptr<const Ds4Model> model_;
@@ -122,6 +134,7 @@ private:
     Ds4Activations act_;  // block buffers in backend memory, sized once for kBlock tokens
     Ds4BlockRunner runner_;
     std::unique_ptr<DeviceBuffer> logits_buf_, capture_buf_;
+    std::unique_ptr<DeviceBuffer> top_ids_buf_, top_vals_buf_;  // kBlock x kMaxRowTopK, on first use
     int64_t logits_rows_ = 0;  // rows logits_buf_ holds
     int64_t logits_generation_ = 0;  // times logits_buf_ was reallocated
     uint64_t uid_;                   // unique per session object for the process

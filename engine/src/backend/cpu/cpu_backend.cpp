@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,25 @@ void CpuBackend::scale(Dev<float> x, int64_t n, double s) {
 
 void CpuBackend::copy(Dev<float> dst, Dev<const float> src, int64_t n) {
     std::memcpy(dst.get(), src.get(), (size_t)n * sizeof(float));
+}
+
+void CpuBackend::row_top_k(Dev<const float> xd, int64_t n_rows, int64_t n, int64_t k, Dev<int32_t> idsd,
+                           Dev<float> valsd) {
+    check_row_top_k("cpu", n_rows, n, k);
+    const float* x = xd.get();
+    pool_.parallel_for(n_rows, 1, [&](int64_t b, int64_t e) {
+        std::vector<uint64_t> words((size_t)n);
+        for (int64_t r = b; r < e; ++r) {
+            const float* row = x + r * n;
+            for (int64_t i = 0; i < n; ++i) words[(size_t)i] = rank_word(row[i], i);
+            std::partial_sort(words.begin(), words.begin() + k, words.end(), std::greater<uint64_t>());
+            for (int64_t j = 0; j < k; ++j) {
+                const int64_t i = rank_word_index(words[(size_t)j]);
+                idsd.get()[r * k + j] = (int32_t)i;
+                valsd.get()[r * k + j] = row[i];
+            }
+        }
+    });
 }
 
 void CpuBackend::rope_tail(Dev<float> xd, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,

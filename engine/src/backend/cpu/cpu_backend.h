@@ -55,6 +55,8 @@ public:
                   Dev<float> y) override;
     void scale(Dev<float> x, int64_t n, double s) override;
     void copy(Dev<float> dst, Dev<const float> src, int64_t n) override;
+    void row_top_k(Dev<const float> x, int64_t n_rows, int64_t n, int64_t k, Dev<int32_t> ids,
+                   Dev<float> vals) override;
     void rope_tail(Dev<float> x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,
                    const RopeSpec& spec, bool inverse) override;
     void fp8_kv_round_trip(Dev<float> x, int64_t n_rows, int64_t n, int64_t n_rot) override;

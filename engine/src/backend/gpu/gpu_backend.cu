@@ -224,6 +224,11 @@ public:
     }
 
     void scale(Dev<float> x, int64_t n, double s) override { gpu::launch_scale(x.get(), n, s, stream_); }
+    void row_top_k(Dev<const float> x, int64_t n_rows, int64_t n, int64_t k, Dev<int32_t> ids,
+                   Dev<float> vals) override {
+        check_row_top_k(DS4_GPU_WHO, n_rows, n, k);
+        gpu::launch_row_top_k(x.get(), n_rows, n, k, ids.get(), vals.get(), stream_);
+    }
 
     void copy(Dev<float> dst, Dev<const float> src, int64_t n) override {
         if (n <= 0) return;

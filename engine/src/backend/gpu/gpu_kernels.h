@@ -150,6 +150,8 @@ AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most
 void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
                       const float* sinks, const RopeSpec& rope, int64_t most, double* scores, double* part, float* O,
                       void* s);
+// gpu_top_k.cu: Backend::row_top_k (arguments checked by the caller).
+void launch_row_top_k(const float* x, int64_t n_rows, int64_t n, int64_t k, int32_t* ids, float* vals, void* s);
 // gpu_indexer.cu. scores: scratch of n * ld doubles, ld >= the most rows a token sees (the
 // grid covers ld); n_head <= 256.
 void launch_indexer_select(const uint16_t* idx_rows, StepPos p0, const float* q, const float* w, int64_t n,

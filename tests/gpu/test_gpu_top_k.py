@@ -1,0 +1,24 @@
+"""Backend::row_top_k on the GPU against the plain sort (tests/engine/test_engine_row_top_k.py's
+cases: ties, NaN, -0/+0, infinities, rows of a real vocabulary's length), and the session's
+decode_top / verify_top on the GPU against the top-k of its own logits, replayed steps included
+(decode_top runs the top-k inside the recorded step). SKIPS loudly without a GPU."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_gpu_seam import gpu  # noqa: F401  (a fixture)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+from test_engine_row_top_k import check_backend, session_top_k_matches_logits  # noqa: E402
+
+
+@pytest.mark.parametrize("n", [1, 7, 300, 4099, 129280])
+def test_gpu_row_top_k_matches_the_sort(gpu, n):
+    check_backend(gpu, n, [1, 2, 5, 64], seed=n)
+
+
+def test_gpu_session_decode_top_matches_its_logits(gpu, tiny_target):
+    session_top_k_matches_logits(tiny_target, gpu, n_tokens=600)
