@@ -174,8 +174,9 @@ def generate(session: Any, tokenizer: Any, prompt_ids: Sequence[int], cfg: Gener
     state = _Emitter(tokenizer, cfg, stops, prompt, session.max_ctx)
     decode_t0 = time.perf_counter()
     if speculation is None:
-        _plain_loop(session, _engine.Sampler(params, int(logits.shape[0])), logits, state, cfg, on_token,
-                    stop_requested)
+        sampler = _engine.Sampler(params, int(logits.shape[0]))
+        loop = _greedy_loop if _plain_greedy(cfg) else _plain_loop
+        loop(session, sampler, logits, state, cfg, on_token, stop_requested)
     else:
         state.spec = speculation.start(session, params)
         _speculative_loop(session, state.spec, logits, state, cfg, on_token, stop_requested)
@@ -280,6 +281,32 @@ def _plain_loop(session: Any, sampler: Any, logits: np.ndarray, st: _Emitter, cf
         if not stop:
             logits = session.decode(tok)
         st.sent(time.perf_counter() - t_tok, on_token)  # the token's time includes its decode step
+        if stop:
+            return
+
+
+def _plain_greedy(cfg: GenerationConfig) -> bool:
+    """Whether each token is the argmax of the raw logits and nothing else reads them: then the
+    session finds the argmax where the logits are (Session.decode_top) and only the id comes back."""
+    return (cfg.temperature <= 0 and cfg.repetition_penalty == 1 and cfg.presence_penalty == 0
+            and cfg.frequency_penalty == 0 and not cfg.logprobs)
+
+
+def _greedy_loop(session: Any, sampler: Any, logits: np.ndarray, st: _Emitter, cfg: GenerationConfig,
+                 on_token: Callable[[TokenEvent], None] | None, stop_requested: Callable[[], bool]) -> None:
+    """_plain_loop for _plain_greedy configurations: the same tokens (decode_top breaks ties to
+    the lower id as the greedy sampler does), without the logits' round trip per token."""
+    nxt = int(sampler.sample(logits, st.history))  # the prefill's row is on the host already
+    while len(st.out) < cfg.max_tokens:
+        if stop_requested():
+            return st.interrupt()
+        t_tok = time.perf_counter()
+        forced = st.forced_now()
+        tok = int(cfg.think_end_id) if forced else nxt
+        stop = st.record(tok, None, forced)
+        if not stop:
+            nxt = int(session.decode_top(tok, 1)[0][0])
+        st.sent(time.perf_counter() - t_tok, on_token)
         if stop:
             return
 

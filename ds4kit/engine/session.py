@@ -100,6 +100,15 @@ class Session:
     def verify(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
         return self._s.verify(_token_list(tokens))
 
+    def decode_top(self, token: int, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """decode, but only the k best logits come back: (ids int32 [k], values float32 [k]),
+        largest first, ties to the lower id; found on the backend (a GPU's logits stay there)."""
+        return self._s.decode_top(int(token), int(k))
+
+    def verify_top(self, tokens: Sequence[int] | np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """verify, with each row as decode_top: (ids [q, k], values [q, k])."""
+        return self._s.verify_top(_token_list(tokens), int(k))
+
     def prefill(self, tokens: Sequence[int] | np.ndarray, mode: str = "exact",
                 should_stop: Callable[[], bool] | None = None) -> np.ndarray | None:
         """Feed the tokens; float32 [n_vocab] logits of the last one. `should_stop` is asked

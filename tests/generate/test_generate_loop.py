@@ -37,6 +37,33 @@ def test_greedy_equals_the_argmax_chain(rt, prompt):
     assert res.text == rt.decode(want)
 
 
+class _CountingSession:
+    """A session that counts which decode call the loop made (everything else passes through)."""
+
+    def __init__(self, session):
+        self._s, self.calls = session, {"decode": 0, "decode_top": 0}
+
+    def __getattr__(self, name):
+        if name in self.calls:
+            self.calls[name] += 1
+        return getattr(self._s, name)
+
+
+def test_greedy_reads_ids_not_logits_and_matches_the_logits_loop(rt, prompt):
+    """Plain greedy decoding (no penalties, no logprobs) asks the session for the argmax
+    (decode_top) instead of the logits; the tokens equal those of the logits loop, which
+    logprobs or a repetition penalty of 1.0000001 (no change to these argmaxes) select."""
+    budget = {"thinking_budget": 5, "think_end_id": rt.token_id(THINK_CLOSE)}
+    fast = _CountingSession(rt.session(max_ctx=MAX_CTX))
+    a = generate(fast, rt.tokenizer, prompt, GenerationConfig(max_tokens=24, **budget))
+    assert fast.calls == {"decode": 0, "decode_top": 23}
+    slow = _CountingSession(rt.session(max_ctx=MAX_CTX))
+    b = generate(slow, rt.tokenizer, prompt, GenerationConfig(max_tokens=24, logprobs=2, **budget))
+    assert slow.calls == {"decode": 23, "decode_top": 0}
+    assert a.tokens == b.tokens and a.text == b.text
+    assert a.thinking_budget_hit_at == b.thinking_budget_hit_at == 5
+
+
 def test_seeded_sampling_is_reproducible_and_seed_dependent(rt, prompt):
     a = run(rt, prompt, max_tokens=10, temperature=1.0, seed=3)
     b = run(rt, prompt, max_tokens=10, temperature=1.0, seed=3)
