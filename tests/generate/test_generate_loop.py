@@ -52,7 +52,7 @@ class _CountingSession:
 def test_greedy_reads_ids_not_logits_and_matches_the_logits_loop(rt, prompt):
     """Plain greedy decoding (no penalties, no logprobs) asks the session for the argmax
     (decode_top) instead of the logits; the tokens equal those of the logits loop, which
-    logprobs or a repetition penalty of 1.0000001 (no change to these argmaxes) select."""
+    logprobs select (a forced end of thinking included)."""
     budget = {"thinking_budget": 5, "think_end_id": rt.token_id(THINK_CLOSE)}
     fast = _CountingSession(rt.session(max_ctx=MAX_CTX))
     a = generate(fast, rt.tokenizer, prompt, GenerationConfig(max_tokens=24, **budget))
