@@ -24,6 +24,11 @@ struct SamplingParams {
     // Throws ds4::ArgumentError naming the bad field.
     void validate() const;
     bool greedy() const { return temperature <= 0.0f; }
+    // Greedy over the raw logits (no penalty moves them): the token is the row's argmax, which
+    // a backend can find where the logits are (Ds4Session::decode_top).
+    bool plain_greedy() const {
+        return greedy() && repetition_penalty == 1.0f && presence_penalty == 0.0f && frequency_penalty == 0.0f;
+    }
 };
 
 // Candidates that survive the filters, with their probabilities (sum to 1), in

@@ -60,4 +60,13 @@ Acceptance accept_draft(Sampler& sampler, const float* rows, int64_t vocab, cons
     return out;
 }
 
+Acceptance accept_draft_greedy(const int32_t* argmax, const std::vector<int32_t>& draft) {
+    Acceptance out;
+    while ((std::size_t)out.accepted < draft.size() && argmax[out.accepted] == draft[(std::size_t)out.accepted]) {
+        ++out.accepted;
+    }
+    out.next = argmax[out.accepted];
+    return out;
+}
+
 }  // namespace ds4

@@ -26,4 +26,8 @@ struct Acceptance {
 Acceptance accept_draft(Sampler& sampler, const float* rows, int64_t vocab, const std::vector<int32_t>& draft,
                         std::vector<int32_t>& history);
 
+// accept_draft for a plain-greedy sampler (SamplingParams::plain_greedy) from each row's
+// argmax alone: argmax[j] is row j's (ties: lower id). The same result, without the rows.
+Acceptance accept_draft_greedy(const int32_t* argmax, const std::vector<int32_t>& draft);
+
 }  // namespace ds4

@@ -118,14 +118,24 @@ SpecStep Ds4Speculator::step(int64_t limit, bool want_rows) {
 
     std::vector<int32_t> batch{pending_};
     batch.insert(batch.end(), draft.tokens.begin(), draft.tokens.end());
+    // Plain greedy with no rows asked for needs each row's argmax only: found where the logits
+    // are, so a GPU sends back an id a row instead of the rows.
+    const bool ids_only = !want_rows && sampler_.params().plain_greedy();
+    std::vector<float> rows;
+    Ds4Session::TopK top;
     auto t0 = Clock::now();
-    const std::vector<float> rows = s_.verify(batch);
+    if (ids_only) {
+        top = s_.verify_top(batch, 1);
+    } else {
+        rows = s_.verify(batch);
+    }
     const double vt = since(t0);
     stats_.verify_s += vt;
     policy_.record_verify(d.verified, vt);
 
     t0 = Clock::now();
-    const Acceptance acc = accept_draft(sampler_, rows.data(), vocab_, draft.tokens, history_);
+    const Acceptance acc = ids_only ? accept_draft_greedy(top.ids.data(), draft.tokens)
+                                    : accept_draft(sampler_, rows.data(), vocab_, draft.tokens, history_);
     stats_.sample_s += since(t0);
 
     const int64_t width = (int64_t)batch.size(), reject = width - 1 - acc.accepted;
