@@ -2,10 +2,10 @@
 // sees n_c = (p0 + i + 1) / 4 indexer rows; when n_c > top_k it keeps the top_k rows ranked by
 // score (descending, ties to the lower row) and writes them in ascending row order.
 //
-// Scores: a thread per (row, head) computes the head's dot (gpu_math.h attn_dot, the CPU's
-// order), and one thread per row adds w_h * max(dot_h, 0) over the heads in order from 0, in
-// double: the CPU's sum, bit for bit. (A thread per row looping over 64 heads left most of the
-// GPU idle: 32 blocks at 8192 rows.)
+// Scores: a block per 16 rows with q and the rows in shared memory; a thread per (row, head)
+// computes the head's dot (gpu_math.h attn_dot, the CPU's order), and one thread per row adds
+// w_h * max(dot_h, 0) over the heads in order from 0, in double: the CPU's sum, bit for bit.
+// (A thread per row looping over 64 heads left most of the GPU idle: 32 blocks at 8192 rows.)
 //
 // Selection: a radix select over the scores as ordered 64-bit keys, 8 bits a pass from the top,
 // finds the top_k-th key T and how many rows equal to T are kept (the lowest ones); then each
@@ -29,29 +29,48 @@ static_assert(kBins == kThreads, "a thread per histogram bin");
 // Rows of n_c a token sees at position p.
 __device__ inline int64_t indexer_rows(int64_t p) { return (p + 1) / 4; }
 
-// Block (x, token i): kThreads / n_head rows, a thread per (row, head); rows past n_c write nothing.
+// Shared memory of a scores block, in floats: token i's q (a head's d values at a stride of d + 1,
+// so the threads of a warp, one head each, read distinct banks) and kScoreRows rows as floats.
+constexpr int kScoreRows = 16;
+constexpr int kScoreSmem = 11 * 1024;  // 44 KB (+ 2 KB of dots): under CUDA's 48 KB and gfx1151's 64 KB
+
+// Block (x, token i): rows [x * kScoreRows, +kScoreRows) of the n_c token i sees, q and the rows
+// staged in shared memory (reading q from global memory, a warp's 32 heads touched 32 cache lines
+// a load: 288 us a layer at 8192 rows); then a thread per (row, head), kThreads / n_head rows at a
+// time, and a thread per row adding the heads in order.
 extern "C" __global__ void ds4_indexer_scores_kernel(const uint16_t* idx_rows, ds4::gpu::StepPos p0, const float* q,
                                                      const float* w, int64_t n, int64_t n_head, int64_t d,
                                                      int64_t top_k, double* scores, int64_t ld) {
+    __shared__ float smem[kScoreSmem];
     __shared__ double dots[kThreads];
     const int64_t i = ds4_block_y();
     const int t = (int)ds4_thread_x();
-    const int64_t rows_per_block = kThreads / n_head;
-    const int64_t r = t / n_head, h = t % n_head;
-    const int64_t c = (int64_t)ds4_block_x() * rows_per_block + r;
-    const int64_t n_c = indexer_rows(ds4::gpu::pos_of(p0) + i);
-    if (i >= n || n_c <= top_k) return;  // the whole block returns: no barrier is left waiting
-    const bool live = r < rows_per_block && c < n_c;
-    if (live) {
-        const uint16_t* row = idx_rows + c * d;
-        dots[t] = ds4::gpu::attn_dot(q + (i * n_head + h) * d,
-                                     [row](int64_t j) { return (double)ds4::f16_to_f32(row[j]); }, d);
-    }
+    const int64_t n_c = indexer_rows(ds4::gpu::pos_of(p0) + i), c0 = (int64_t)ds4_block_x() * kScoreRows;
+    if (i >= n || n_c <= top_k || c0 >= n_c) return;  // the whole block returns: no barrier is left waiting
+    float* qs = smem;
+    float* rs = smem + n_head * (d + 1);
+    const float* qi = q + i * n_head * d;
+    for (int64_t e = t; e < n_head * d; e += kThreads) qs[(e / d) * (d + 1) + e % d] = qi[e];
+    const int64_t rows = n_c - c0 < kScoreRows ? n_c - c0 : kScoreRows;
+    for (int64_t e = t; e < rows * d; e += kThreads) rs[e] = ds4::f16_to_f32(idx_rows[c0 * d + e]);
     ds4_sync_block();
-    if (live && h == 0) {
-        double acc = 0.0;
-        for (int64_t k = 0; k < n_head; ++k) acc += (double)w[i * n_head + k] * ds4::num::max_f64(dots[t + k], 0.0);
-        scores[i * ld + c] = acc;
+    const int64_t per_round = kThreads / n_head, g = t / n_head, h = t % n_head;
+    for (int64_t r0 = 0; r0 < rows; r0 += per_round) {
+        const int64_t r = r0 + g;
+        const bool live = g < per_round && r < rows;
+        if (live) {
+            const float* row = rs + r * d;
+            dots[t] = ds4::gpu::attn_dot(qs + h * (d + 1), [row](int64_t j) { return (double)row[j]; }, d);
+        }
+        ds4_sync_block();
+        if (live && h == 0) {
+            double acc = 0.0;
+            for (int64_t k = 0; k < n_head; ++k) {
+                acc += (double)w[i * n_head + k] * ds4::num::max_f64(dots[t + k], 0.0);
+            }
+            scores[i * ld + c0 + r] = acc;
+        }
+        ds4_sync_block();
     }
 }
 
@@ -110,10 +129,13 @@ extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t
             if ((key & high_mask) == prefix) ds4_atomic_add_shared(&hist[(key >> shift) & (kBins - 1)], 1);
         }
         ds4_sync_block();
-        if (t == 0) {  // the digit where the count from the top reaches need
-            int above = 0, digit = kBins - 1;
-            for (; digit > 0 && above + hist[digit] < need; --digit) above += hist[digit];
-            found_prefix = prefix | ((uint64_t)digit << shift);
+        // The digit where the count from the top reaches need: thread t holds digit 255 - t, and
+        // a scan gives each the count of the digits above its own (one thread finds it).
+        const int count = hist[kBins - 1 - t];
+        int total = 0;
+        const int above = block_exclusive_scan(count, scan, &total);
+        if (above < need && above + count >= need) {
+            found_prefix = prefix | ((uint64_t)(kBins - 1 - t) << shift);
             found_need = need - above;
         }
         ds4_sync_block();
@@ -166,8 +188,11 @@ void launch_indexer_select(const uint16_t* idx_rows, StepPos p0, const float* q,
     if (top_k <= 0 || top_k > 0x7fffffff) {
         throw ArgumentError(DS4_GPU_WHO ": indexer_select: top_k " + std::to_string(top_k) + " out of range");
     }
-    const int64_t rows_per_block = kThreads / n_head;
-    const int64_t gx = (ld + rows_per_block - 1) / rows_per_block;
+    if (n_head * (d + 1) + kScoreRows * d > kScoreSmem) {
+        throw ArgumentError(DS4_GPU_WHO ": indexer_select: " + std::to_string(n_head) + " heads of " +
+                            std::to_string(d) + " do not fit the scores kernel's shared memory");
+    }
+    const int64_t gx = (ld + kScoreRows - 1) / kScoreRows;
     if (gx > 0x7fffffff || n > 65535) {
         throw ArgumentError(DS4_GPU_WHO ": indexer_select: " + std::to_string(n) + " tokens x " + std::to_string(ld) +
                             " rows exceed the launch grid");
