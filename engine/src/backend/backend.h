@@ -213,6 +213,9 @@ public:
     // x[k] = (float)(x[k] * s) for k < n.
     virtual void scale(Dev<float> x, int64_t n, double s) = 0;
 
+    // y[k] = y[k] + x[k] for k < n (one float addition each).
+    virtual void add(Dev<float> y, Dev<const float> x, int64_t n) = 0;
+
     // Per row r of x ([n_rows][n]): ids[r * k + j] and vals[r * k + j] for j < k, the row's k
     // largest values, largest first, an equal value at the lower index first, NaN last
     // (core/top_k.h). 1 <= k <= min(n, kMaxRowTopK). Greedy decoding reads one id per token

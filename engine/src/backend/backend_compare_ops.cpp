@@ -5,6 +5,7 @@
 // equal to it computed alone on B (the verify == decode property); for the others, a second
 // run on B bitwise equal to the first.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -165,6 +166,40 @@ void rounding_cases(Cases& c) {
     }
 }
 
+// add, and row_top_k over rows of the vocabulary's length with planted ties (ids and values
+// compared as words: both must be exact).
+void add_and_top_k_cases(Cases& c) {
+    const int64_t V = c.m.hparams().n_vocab, rows = 3, k = 5;
+    auto r = c.rng();
+    c.simple("add", "", "F32", 1, V, {random_input(r, (size_t)V), random_input(r, (size_t)V)}, (size_t)V,
+             [&](Backend& be, std::vector<Dev<float>>& in, Dev<float> o) {
+                 be.copy(o, Dev<const float>(in[0]), V);
+                 be.add(o, Dev<const float>(in[1]), V);
+             });
+    Words x = random_input(r, (size_t)(rows * V));
+    for (int64_t row = 0; row < rows; ++row) {  // the row's maximum again at 3 later places
+        float* p = x.data() + row * V;
+        const int64_t top = std::max_element(p, p + V) - p;
+        for (int64_t j = 1; j <= 3; ++j) p[(top + j * V / 4) % V] = p[top];
+    }
+    auto go = [&](Backend& be) {
+        const std::vector<Words> o = run_bufs(be, {x}, {(size_t)(rows * k), (size_t)(rows * k)},
+                                              [&](std::vector<Dev<float>>& in, std::vector<Dev<float>>& out) {
+                                                  be.row_top_k(Dev<const float>(in[0]), rows, V, k, ints_out(out[0]),
+                                                               out[1]);
+                                              });
+        Words both = o[0];
+        both.insert(both.end(), o[1].begin(), o[1].end());
+        return both;
+    };
+    const Words ya = go(c.a), yb = go(c.b), yb2 = go(c.b);
+    // Ids compare as words too: any difference is a nonzero error (an id's bits as a float).
+    const bool same = std::memcmp(ya.data(), yb.data(), ya.size() * 4) == 0;
+    c.record("row_top_k", "", "F32", (int)rows, V, ya, yb, std::memcmp(yb.data(), yb2.data(), yb.size() * 4) == 0,
+             same ? "" : "ids or values differ from backend A");
+    if (!same && c.out.back().nerr == 0.0) c.out.back().nerr = INFINITY;  // an id's bits as a float may not show
+}
+
 void hc_cases(Cases& c) {
     const Ds4Hparams& hp = c.m.hparams();
     const Ds4LayerWeights& L = c.m.weights().layers[0];
@@ -285,6 +320,7 @@ void compare_model_ops(Backend& a, Backend& b, const Ds4Model& model, uint64_t s
     embed_case(c);
     rope_cases(c);
     rounding_cases(c);
+    add_and_top_k_cases(c);
     hc_cases(c);
     route_cases(c);
     moe_case(c);

@@ -182,10 +182,13 @@ Ds4Drafter::Ds4Drafter(const std::string& path, std::shared_ptr<const Ds4Model> 
     w1row_ = floats(R);
     bias_ = floats(V);
     conf_in_ = floats(E + R);
-    conf_ = floats(1);
+    conf_ = floats(B);
+    chain_vals_ = floats(B);
+    bufs_.push_back(be.alloc((size_t)(B + 1) * sizeof(int32_t)));
+    chain_ids_ = bufs_.back()->as<int32_t>();
 }
 
-Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t seed, int64_t pos) {
+Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t seed, int64_t pos, bool want_logits) {
     const int64_t E = hp_.n_embd, V = hp_.n_vocab, HC = hp_.n_hc, H = hp_.n_head, D = hp_.head_dim;
     const int64_t R = cfg_.markov_rank, B = cfg_.block_size, F = cfg_.n_target_layers * E;
     if (n_ctx < 0 || pos < 0) throw ArgumentError("propose: n_ctx and pos must be >= 0");
@@ -247,46 +250,40 @@ Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t se
     be.rms_norm(pre_, &w_.output_norm, E, B, hp_.rms_eps, act_.e);
     be.matmul(tw.output, 0, V, act_.e, E, (int)B, logits_, V);
 
-    Ds4Proposal out;
-    out.tokens.resize((size_t)B);
-    out.logits.resize((size_t)(B * V));
-    if (cfg_.confidence_dim) out.confidence.resize((size_t)B);
-    be.download(out.logits.data(), Dev<const float>(logits_), B * V);
-    be.synchronize();
-
     // Markov head, a greedy chain (Lucebox dspark_head.cpp, build_markov_chain_graph, and
     // deepseek4_dspark_spec.cpp: "Reference predicts token i+1 from block slot i"): candidate
     // i uses block row i (row 0 is the seed's), prev_0 = seed, prev_i = candidate i-1;
     // logits_i = lm_head(h_i) + W2 . W1[prev_i], candidate i = their argmax (ties: lower id).
-    // The chain is sequential through the argmax, so it runs per candidate with a
-    // download: the backend has no add / device argmax-to-embed step yet.
-    std::vector<float> bias((size_t)V);
-    std::vector<int32_t> prev(1, seed);
+    // The chain is sequential through the argmax, and it stays on the backend: row_top_k
+    // writes candidate i where the next embed reads it, so nothing comes back until the end.
+    be.upload(chain_ids_, &seed, 1);
     for (int64_t i = 0; i < B; ++i) {
-        be.upload(act_.tokens, prev.data(), 1);
-        be.embed(markov_w1_, act_.tokens, 1, 1, w1row_);  // W1[prev]: a row of markov_rank values
+        be.embed(markov_w1_, Dev<const int32_t>(chain_ids_ + i), 1, 1, w1row_);  // W1[prev_i]: markov_rank values
         be.matmul(markov_w2_, 0, V, w1row_, R, 1, bias_, V);
-        be.download(bias.data(), Dev<const float>(bias_), V);
+        be.add(logits_ + i * V, bias_, V);
+        be.row_top_k(logits_ + i * V, 1, V, 1, chain_ids_ + (i + 1), chain_vals_ + i);
         if (cfg_.confidence_dim) {
             // confidence_i = sigmoid(conf . [h_pre_i; W1[prev_i]] + b) (or on h_pre_i alone).
             be.copy(conf_in_, pre_ + i * E, E);
             if (cfg_.confidence_dim > E) be.copy(conf_in_ + E, w1row_, R);
-            be.matmul(conf_w_, 0, 1, conf_in_, cfg_.confidence_dim, 1, conf_, 1);
-            be.download(&out.confidence[(size_t)i], Dev<const float>(conf_), 1);
+            be.matmul(conf_w_, 0, 1, conf_in_, cfg_.confidence_dim, 1, conf_ + i, 1);
         }
-        be.synchronize();
-        float* row = out.logits.data() + i * V;
-        int32_t best = 0;
-        for (int64_t v = 0; v < V; ++v) {
-            row[v] += bias[(size_t)v];
-            if (row[v] > row[best]) best = (int32_t)v;
-        }
-        out.tokens[(size_t)i] = best;
-        prev[0] = best;
-        if (cfg_.confidence_dim) {
-            const double z = (double)out.confidence[(size_t)i] + (double)conf_b_;
-            out.confidence[(size_t)i] = (float)(1.0 / (1.0 + std::exp(-z)));
-        }
+    }
+    Ds4Proposal out;
+    out.tokens.resize((size_t)B);
+    be.download(out.tokens.data(), Dev<const int32_t>(chain_ids_ + 1), B);
+    if (want_logits) {
+        out.logits.resize((size_t)(B * V));
+        be.download(out.logits.data(), Dev<const float>(logits_), B * V);
+    }
+    if (cfg_.confidence_dim) {
+        out.confidence.resize((size_t)B);
+        be.download(out.confidence.data(), Dev<const float>(conf_), B);
+    }
+    be.synchronize();
+    for (float& c : out.confidence) {
+        const double z = (double)c + (double)conf_b_;
+        c = (float)(1.0 / (1.0 + std::exp(-z)));
     }
     return out;
 }

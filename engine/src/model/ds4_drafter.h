@@ -58,7 +58,8 @@ public:
     // One drafter forward. features: row-major [n_ctx][n_target_layers * n_embd], the
     // captured features of positions pos - n_ctx .. pos - 1 (oldest first; only the last
     // max_context() rows are used); seed: the token at position pos (the last accepted one).
-    Ds4Proposal propose(const float* features, int64_t n_ctx, int32_t seed, int64_t pos);
+    // want_logits: fill Ds4Proposal::logits (the chain itself never brings them to the host).
+    Ds4Proposal propose(const float* features, int64_t n_ctx, int32_t seed, int64_t pos, bool want_logits = true);
 
 private:
     std::shared_ptr<const Ds4Model> target_;
@@ -74,7 +75,8 @@ private:
     Ds4Activations act_;
     Ds4BlockRunner runner_;
     std::vector<std::unique_ptr<DeviceBuffer>> bufs_;
-    Dev<float> feat_, main_x_, K_, pre_, logits_, w1row_, bias_, conf_in_, conf_;
+    Dev<float> feat_, main_x_, K_, pre_, logits_, w1row_, bias_, conf_in_, conf_, chain_vals_;
+    Dev<int32_t> chain_ids_;  // [1 + block_size]: the seed, then each candidate (row_top_k writes them)
 };
 
 }  // namespace ds4

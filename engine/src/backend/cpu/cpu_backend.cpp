@@ -159,6 +159,12 @@ void CpuBackend::scale(Dev<float> x, int64_t n, double s) {
     for (int64_t k = 0; k < n; ++k) p[k] = (float)(p[k] * s);
 }
 
+void CpuBackend::add(Dev<float> yd, Dev<const float> xd, int64_t n) {
+    float* y = yd.get();
+    const float* x = xd.get();
+    for (int64_t k = 0; k < n; ++k) y[k] = y[k] + x[k];
+}
+
 void CpuBackend::copy(Dev<float> dst, Dev<const float> src, int64_t n) {
     std::memcpy(dst.get(), src.get(), (size_t)n * sizeof(float));
 }

@@ -54,6 +54,7 @@ public:
     void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
                   Dev<float> y) override;
     void scale(Dev<float> x, int64_t n, double s) override;
+    void add(Dev<float> y, Dev<const float> x, int64_t n) override;
     void copy(Dev<float> dst, Dev<const float> src, int64_t n) override;
     void row_top_k(Dev<const float> x, int64_t n_rows, int64_t n, int64_t k, Dev<int32_t> ids,
                    Dev<float> vals) override;

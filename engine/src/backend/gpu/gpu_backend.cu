@@ -224,6 +224,7 @@ public:
     }
 
     void scale(Dev<float> x, int64_t n, double s) override { gpu::launch_scale(x.get(), n, s, stream_); }
+    void add(Dev<float> y, Dev<const float> x, int64_t n) override { gpu::launch_add(y.get(), x.get(), n, stream_); }
     void row_top_k(Dev<const float> x, int64_t n_rows, int64_t n, int64_t k, Dev<int32_t> ids,
                    Dev<float> vals) override {
         check_row_top_k(DS4_GPU_WHO, n_rows, n, k);

@@ -48,6 +48,7 @@ void launch_q8_0_split(const uint8_t* src, uint8_t* dst, int64_t n_rows, int64_t
 void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y, void* stream);
 // x[k] = (float)(x[k] * s) for k < n (the product in double, as the CPU backend).
 void launch_scale(float* x, int64_t n, double s, void* stream);
+void launch_add(float* y, const float* x, int64_t n, void* stream);
 
 // ---- gpu_ops.cu ----
 void launch_embed(uint32_t type, const uint8_t* table, uint64_t row_bytes, int64_t n_table, int64_t E,

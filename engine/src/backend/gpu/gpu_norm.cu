@@ -1,4 +1,4 @@
-// RMS norm and scale kernels, one source for CUDA and HIP.
+// RMS norm, scale and add kernels, one source for CUDA and HIP.
 //
 // rms_norm: one thread block per row (512 threads: a decode step normalises single rows of
 // up to 16K values, and a small block left them waiting on one load after another). Thread t
@@ -43,6 +43,11 @@ extern "C" __global__ void ds4_scale_kernel(float* x, int64_t n, double s) {
     if (i < n) x[i] = (float)((double)x[i] * s);
 }
 
+extern "C" __global__ void ds4_add_kernel(float* y, const float* x, int64_t n) {
+    const int64_t i = (int64_t)ds4_block_x() * kScaleThreads + ds4_thread_x();
+    if (i < n) y[i] = y[i] + x[i];
+}
+
 #if DS4_GPU_HOST_CODE
 #include <string>
 
@@ -71,6 +76,16 @@ void launch_scale(float* x, int64_t n, double s, void* stream) {
     }
     ds4_launch(ds4_scale_kernel, dim3((unsigned)blocks), dim3(kScaleThreads), stream, x, n, s);
     DS4_GPU_CHECK_LAUNCH("ds4_scale_kernel");
+}
+
+void launch_add(float* y, const float* x, int64_t n, void* stream) {
+    if (n <= 0) return;
+    const int64_t blocks = (n + kScaleThreads - 1) / kScaleThreads;
+    if (blocks > 0x7fffffff) {
+        throw ArgumentError(DS4_GPU_WHO ": add of " + std::to_string(n) + " values exceeds the launch grid");
+    }
+    ds4_launch(ds4_add_kernel, dim3((unsigned)blocks), dim3(kScaleThreads), stream, y, x, n);
+    DS4_GPU_CHECK_LAUNCH("ds4_add_kernel");
 }
 
 }  // namespace gpu
