@@ -39,9 +39,10 @@ class Drafter:
     def max_context(self) -> int:
         return self._d.max_context
 
-    def propose(self, features: np.ndarray, seed: int, pos: int) -> dict:
+    def propose(self, features: np.ndarray, seed: int, pos: int, candidates: int = 0) -> dict:
         """features: float32 [n_ctx, layers, n_embd] of positions pos - n_ctx .. pos - 1 (Session.captured()
-        rows; the last max_context are used); seed: the token at pos. Returns {'tokens': block_size
-        candidates for pos + 1 .., 'logits': float32 [block_size, n_vocab], 'confidence': float32
-        [block_size] or None}."""
-        return self._d.propose(np.ascontiguousarray(features, dtype=np.float32), int(seed), int(pos))
+        rows; the last max_context are used); seed: the token at pos. Returns {'tokens': m
+        candidates for pos + 1 .., 'logits': float32 [m, n_vocab], 'confidence': float32 [m] or None}
+        with m = candidates (the Markov chain stops there) or block_size when candidates <= 0."""
+        return self._d.propose(np.ascontiguousarray(features, dtype=np.float32), int(seed), int(pos),
+                               int(candidates))

@@ -37,7 +37,7 @@ void bind_drafter(py::module_& m) {
         .def_property_readonly("max_context", &Ds4Drafter::max_context)
         .def(
             "propose",
-            [](Ds4Drafter& d, const F32In& features, int64_t seed, int64_t pos) {
+            [](Ds4Drafter& d, const F32In& features, int64_t seed, int64_t pos, int64_t candidates) {
                 const int64_t E = d.hparams().n_embd, n_cap = d.config().n_target_layers;
                 // (n_ctx, n_cap, E) as Session.captured() gives it, or (n_ctx, n_cap * E).
                 const bool ok3 = features.ndim() == 3 && features.shape(1) == n_cap && features.shape(2) == E;
@@ -51,7 +51,7 @@ void bind_drafter(py::module_& m) {
                 ds4::Ds4Proposal p;
                 {
                     py::gil_scoped_release nogil;
-                    p = d.propose(features.data(), n_ctx, (int32_t)seed, pos);
+                    p = d.propose(features.data(), n_ctx, (int32_t)seed, pos, true, candidates);
                 }
                 const auto B = (py::ssize_t)p.tokens.size();
                 const auto V = (py::ssize_t)d.hparams().n_vocab;
@@ -66,9 +66,9 @@ void bind_drafter(py::module_& m) {
                 }
                 return out;
             },
-            py::arg("features"), py::arg("seed"), py::arg("pos"),
+            py::arg("features"), py::arg("seed"), py::arg("pos"), py::arg("candidates") = 0,
             "One drafter forward: features of positions pos - n_ctx .. pos - 1 (the last max_context used), "
-            "seed = the token at pos. Returns {'tokens': [block_size] candidates for pos + 1 .., "
-            "'logits': float32 [block_size, n_vocab] (LM head + Markov head), "
-            "'confidence': float32 [block_size] or None}");
+            "seed = the token at pos. Returns {'tokens': [m] candidates for pos + 1 .., "
+            "'logits': float32 [m, n_vocab] (LM head + Markov head), 'confidence': float32 [m] or None}, "
+            "m = candidates (the Markov chain stops there) or block_size when candidates <= 0");
 }

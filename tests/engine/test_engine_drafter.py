@@ -125,6 +125,21 @@ def test_the_window_keeps_the_last_max_context_rows(model, drafter):
     assert np.array_equal(a["logits"], b["logits"]) and a["tokens"] == b["tokens"]
 
 
+def test_fewer_candidates_are_the_first_of_the_chain(model, drafter):
+    """propose(candidates=m) stops the Markov chain after m candidates: they, their logits and
+    confidences are the first m of the whole block's, bit for bit."""
+    feats, seed, pos = _prompt_features(model, drafter, 40, 41)
+    full = drafter.propose(feats, seed, pos)
+    B = len(full["tokens"])
+    for m in (1, 3, B, B + 5, 0, -2):
+        part = drafter.propose(feats, seed, pos, candidates=m)
+        k = m if 0 < m < B else B
+        assert part["tokens"] == full["tokens"][:k], f"candidates={m}"
+        assert np.array_equal(part["logits"], full["logits"][:k])
+        if full["confidence"] is not None:
+            assert np.array_equal(part["confidence"], full["confidence"][:k])
+
+
 def test_drafter_is_bitwise_deterministic_across_thread_counts(files):
     outs = []
     for threads in (1, 3):

@@ -188,7 +188,8 @@ Ds4Drafter::Ds4Drafter(const std::string& path, std::shared_ptr<const Ds4Model> 
     chain_ids_ = bufs_.back()->as<int32_t>();
 }
 
-Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t seed, int64_t pos, bool want_logits) {
+Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t seed, int64_t pos, bool want_logits,
+                                int64_t candidates) {
     const int64_t E = hp_.n_embd, V = hp_.n_vocab, HC = hp_.n_hc, H = hp_.n_head, D = hp_.head_dim;
     const int64_t R = cfg_.markov_rank, B = cfg_.block_size, F = cfg_.n_target_layers * E;
     if (n_ctx < 0 || pos < 0) throw ArgumentError("propose: n_ctx and pos must be >= 0");
@@ -256,8 +257,9 @@ Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t se
     // logits_i = lm_head(h_i) + W2 . W1[prev_i], candidate i = their argmax (ties: lower id).
     // The chain is sequential through the argmax, and it stays on the backend: row_top_k
     // writes candidate i where the next embed reads it, so nothing comes back until the end.
+    const int64_t M = candidates > 0 && candidates < B ? candidates : B;
     be.upload(chain_ids_, &seed, 1);
-    for (int64_t i = 0; i < B; ++i) {
+    for (int64_t i = 0; i < M; ++i) {
         be.embed(markov_w1_, Dev<const int32_t>(chain_ids_ + i), 1, 1, w1row_);  // W1[prev_i]: markov_rank values
         be.matmul(markov_w2_, 0, V, w1row_, R, 1, bias_, V);
         be.add(logits_ + i * V, bias_, V);
@@ -270,15 +272,15 @@ Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t se
         }
     }
     Ds4Proposal out;
-    out.tokens.resize((size_t)B);
-    be.download(out.tokens.data(), Dev<const int32_t>(chain_ids_ + 1), B);
+    out.tokens.resize((size_t)M);
+    be.download(out.tokens.data(), Dev<const int32_t>(chain_ids_ + 1), M);
     if (want_logits) {
-        out.logits.resize((size_t)(B * V));
-        be.download(out.logits.data(), Dev<const float>(logits_), B * V);
+        out.logits.resize((size_t)(M * V));
+        be.download(out.logits.data(), Dev<const float>(logits_), M * V);
     }
     if (cfg_.confidence_dim) {
-        out.confidence.resize((size_t)B);
-        be.download(out.confidence.data(), Dev<const float>(conf_), B);
+        out.confidence.resize((size_t)M);
+        be.download(out.confidence.data(), Dev<const float>(conf_), M);
     }
     be.synchronize();
     for (float& c : out.confidence) {

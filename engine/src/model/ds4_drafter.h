@@ -33,12 +33,12 @@ struct Ds4DrafterConfig {
     int64_t confidence_dim = 0;          // dflash.dspark.confidence_dim: n_embd or n_embd + markov_rank; 0: no head
 };
 
-// What one propose() returns: candidate i (i < block_size) is the drafter's guess for
-// the token at position pos + 1 + i.
+// What one propose() returns: candidate i (i < m, m = the candidates asked for, at most
+// block_size) is the drafter's guess for the token at position pos + 1 + i.
 struct Ds4Proposal {
-    std::vector<int32_t> tokens;    // [block_size] greedy chain through the Markov head
-    std::vector<float> logits;      // [block_size][n_vocab]: lm_head(h_i) + W2 . W1[prev_i]
-    std::vector<float> confidence;  // [block_size] sigmoid(conf . [h_pre_i; W1[prev_i]] + b); empty without the head
+    std::vector<int32_t> tokens;    // [m] greedy chain through the Markov head
+    std::vector<float> logits;      // [m][n_vocab]: lm_head(h_i) + W2 . W1[prev_i] (when asked for)
+    std::vector<float> confidence;  // [m] sigmoid(conf . [h_pre_i; W1[prev_i]] + b); empty without the head
 };
 
 class Ds4Drafter {
@@ -59,7 +59,10 @@ public:
     // captured features of positions pos - n_ctx .. pos - 1 (oldest first; only the last
     // max_context() rows are used); seed: the token at position pos (the last accepted one).
     // want_logits: fill Ds4Proposal::logits (the chain itself never brings them to the host).
-    Ds4Proposal propose(const float* features, int64_t n_ctx, int32_t seed, int64_t pos, bool want_logits = true);
+    // candidates: how many of the chain's block_size candidates to form (the chain stops there:
+    // a speculative step that verifies w tokens needs w - 1); <= 0 or more: all of them.
+    Ds4Proposal propose(const float* features, int64_t n_ctx, int32_t seed, int64_t pos, bool want_logits = true,
+                        int64_t candidates = 0);
 
 private:
     std::shared_ptr<const Ds4Model> target_;
