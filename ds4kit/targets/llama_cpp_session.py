@@ -4,6 +4,7 @@ ds4kit.engine.Session, so a probe drives either the same way:
     s = target.session(max_ctx=512)            # LlamaCppTarget.session
     last = s.prefill(prompt_ids)               # float32 [n_vocab], logits of the last token
     row = s.decode(token)                      # float32 [n_vocab]
+    ids, vals = s.decode_top(token, k=2)       # its 2 best (ties: lower id), from the row here
     rows = s.verify([t0, t1, t2])              # float32 [3, n_vocab]: ONE llama_decode, every row
     s.rewind(3)                                # back to where verify started
     s.pos, s.max_ctx, s.tokens, s.max_rewind
@@ -92,6 +93,16 @@ class LlamaCppSession:
             raise ValueError(f"verify takes 1..{self._n_batch} tokens (n_batch) in one forward, got {len(ids)}")
         return self._forward(ids, "verify", all_rows=True)
 
+    def decode_top(self, token: int, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """decode's k best logits as ds4kit.engine.Session.decode_top gives them (largest first,
+        ties to the lower id, NaN last); llama.cpp hands the row over, so they are picked here."""
+        ids, vals = top_k_rows(self.decode(token)[None, :], k)
+        return ids[0], vals[0]
+
+    def verify_top(self, tokens: Sequence[int] | np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """verify, each row as decode_top."""
+        return top_k_rows(self.verify(tokens), k)
+
     def prefill(self, tokens: Sequence[int] | np.ndarray, mode: str = "exact",
                 should_stop: Callable[[], bool] | None = None) -> np.ndarray | None:
         """Feed the tokens; float32 [n_vocab] logits of the last one. mode "exact": one token per
@@ -170,3 +181,16 @@ class LlamaCppSession:
 
 def _token_list(tokens: Sequence[int] | np.ndarray) -> list[int]:
     return [int(t) for t in np.asarray(tokens).reshape(-1)]
+
+
+def top_k_rows(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids int32 [n, k], values float32 [n, k]): each row's k largest, larger first, an equal
+    value at the lower index first, NaN last (the engine's Backend::row_top_k order)."""
+    rows = np.asarray(rows, dtype=np.float32)
+    if not 1 <= k <= min(rows.shape[1], 64):
+        raise ValueError(f"top-k: k {k} of rows of {rows.shape[1]} (1 <= k <= min(n, 64))")
+    nan = np.isnan(rows)
+    key = np.where(nan, 0.0, -rows.astype(np.float64))  # lexsort: NaN flag, then -value, then index
+    idx = np.broadcast_to(np.arange(rows.shape[1]), rows.shape)
+    ids = np.lexsort((idx, key, nan), axis=-1)[:, :k].astype(np.int32)
+    return ids, np.take_along_axis(rows, ids.astype(np.int64), axis=1)
