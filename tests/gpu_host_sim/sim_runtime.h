@@ -1,0 +1,49 @@
+// A block of GPU threads simulated with host threads, enough to run a kernel of the GPU backend
+// on the CPU: every thread of a block is a std::thread, __syncthreads a std::barrier, shared
+// memory the kernel's function-local statics (one copy, as one block's), atomics std::atomic_ref.
+// Blocks run one after another. Include it before a kernel source with -D__HIP_CPU_RT__ and
+// -D__HIP_DEVICE_COMPILE__ (gpu_compat.h then takes its HIP-CPU branch and leaves the launchers
+// out). Only for kernels whose early returns are whole-block ones (a lone returning thread would
+// leave the others at a barrier, as it would on a GPU).
+#pragma once
+#include <atomic>
+#include <barrier>
+#include <functional>
+#include <thread>
+#include <vector>
+
+struct SimDim3 {
+    unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local SimDim3 threadIdx, blockIdx, blockDim;
+inline std::barrier<>* g_sim_barrier = nullptr;
+inline void __syncthreads() { g_sim_barrier->arrive_and_wait(); }
+template <class T>
+inline T atomicAdd(T* p, T v) {
+    return std::atomic_ref<T>(*p).fetch_add(v);
+}
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+
+// Runs call() as a grid of gx x gy blocks of `threads` threads.
+inline void sim_launch(unsigned gx, unsigned gy, unsigned threads, const std::function<void()>& call) {
+    std::barrier<> bar((std::ptrdiff_t)threads);
+    g_sim_barrier = &bar;
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            threadIdx = {t, 0, 0};
+            blockDim = {threads, 1, 1};
+            for (unsigned by = 0; by < gy; ++by) {
+                for (unsigned bx = 0; bx < gx; ++bx) {
+                    blockIdx = {bx, by, 0};
+                    call();
+                    bar.arrive_and_wait();  // the next block starts when this one is done
+                }
+            }
+        });
+    }
+    for (std::thread& th : pool) th.join();
+}
