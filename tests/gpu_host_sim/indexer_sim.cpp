@@ -3,7 +3,7 @@
 // bit for bit; the selection against a sort by (score descending, row ascending), on score
 // patterns a GPU run rarely meets: exact ties at the threshold (ReLU'd heads give many zeros),
 // -0 beside +0, all equal, runs of rows per thread (n_c > 256), several tokens in one launch.
-// Prints one line per case; exit status 1 if any differs. tests/engine/test_gpu_indexer_host_sim.py
+// Prints one line per case; exit status 1 if any differs. tests/engine/test_gpu_kernels_host_sim.py
 // builds and runs it.
 #include "sim_runtime.h"
 

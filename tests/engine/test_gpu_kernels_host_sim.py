@@ -1,0 +1,36 @@
+"""GPU kernels run on the host, a block's threads as host threads (tests/gpu_host_sim/
+sim_runtime.h), against plain statements of what they compute, on inputs a GPU run rarely meets:
+- gpu_indexer.cu (indexer_sim.cpp): the scores bit for bit against the CPU backend's formula, the
+  top-k selection against a stable sort (ties at the cut, -0 beside +0, all equal, 16K rows,
+  several tokens a launch);
+- gpu_top_k.cu (top_k_sim.cpp): Backend::row_top_k against a stable sort (rows of 1 to 129280
+  values, ties, NaN, -0/+0, infinities, k up to 64).
+This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
+tests/gpu's (H200)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SIM = ROOT / "tests" / "gpu_host_sim"
+
+
+@pytest.mark.parametrize("driver, cases", [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6)])
+def test_kernels_on_the_host(tmp_path, driver, cases):
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
+    assert cxx, "no C++ compiler (g++ or clang++) to build the host simulation"
+    exe = tmp_path / Path(driver).stem
+    build = subprocess.run(
+        [cxx, "-std=c++20", "-O2", "-pthread", "-D__HIP_CPU_RT__", "-D__HIP_DEVICE_COMPILE__",
+         f"-I{ROOT / 'engine/src'}", f"-I{SIM}", str(SIM / driver), "-o", str(exe)],
+        capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, f"building {driver} failed:\n{build.stderr[-3000:]}"
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    print(run.stdout)
+    assert run.returncode == 0 and "0 failure(s)" in run.stdout, run.stdout + run.stderr
+    assert run.stdout.count("ok   ") == cases, "a case did not run"
