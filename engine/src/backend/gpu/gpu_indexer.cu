@@ -7,8 +7,9 @@
 // w_h * max(dot_h, 0) over the heads in order from 0, in double: the CPU's sum, bit for bit.
 // (A thread per row looping over 64 heads left most of the GPU idle: 32 blocks at 8192 rows.)
 //
-// Selection: a radix select over the scores as ordered 64-bit keys, 8 bits a pass from the top,
-// finds the top_k-th key T and how many rows equal to T are kept (the lowest ones); then each
+// Selection: a radix select over the scores as ordered 64-bit keys, 8 bits a pass from the top
+// (stopping early once a digit's rows are exactly the ones still needed), finds the top_k-th key
+// T and how many rows equal to T are kept (the lowest ones); then each
 // thread takes a contiguous run of rows, and two block scans give every kept row its place.
 // O(n_c) a pass. The rank-by-counting kernel it replaces compared every row with every other
 // (n_c^2 / 256 steps a thread): 58 ms a decoded token at 32K context on the issue's file.
@@ -106,7 +107,7 @@ extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t
     __shared__ int hist[kBins];
     __shared__ int scan[kThreads];
     __shared__ uint64_t found_prefix;
-    __shared__ int found_need;
+    __shared__ int found_need, found_whole;
     const int64_t i = ds4_block_x();
     const int64_t n_c = indexer_rows(ds4::gpu::pos_of(p0) + i);
     const int t = (int)ds4_thread_x();
@@ -117,7 +118,8 @@ extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t
     }
     const double* s = scores + i * ld;
     // Radix select from the top digit: prefix holds the digits of T found so far, need the rows
-    // still to take among those whose key starts with prefix.
+    // still to take among those whose key starts with prefix. When a digit's rows are exactly the
+    // rows still needed, all of them are kept and the lower digits need not be looked at.
     uint64_t prefix = 0;
     int need = (int)top_k;
     for (int shift = 64 - kDigitBits; shift >= 0; shift -= kDigitBits) {
@@ -137,13 +139,17 @@ extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t
         if (above < need && above + count >= need) {
             found_prefix = prefix | ((uint64_t)(kBins - 1 - t) << shift);
             found_need = need - above;
+            found_whole = above + count == need ? 1 : 0;
         }
         ds4_sync_block();
         prefix = found_prefix;
         need = found_need;
+        const bool whole = found_whole != 0;
         ds4_sync_block();  // found_* are rewritten by the next pass
+        if (whole) break;  // the same for every thread of the block
     }
-    // prefix is T: every row above T is kept, and the `need` lowest rows equal to T.
+    // prefix is T: every row above T is kept, and the `need` lowest rows equal to T. (After an
+    // early stop T's lower digits are zero, so all the last digit's rows are >= T: kept.)
     const int64_t per = (n_c + kThreads - 1) / kThreads, c0 = t * per, c1 = c0 + per < n_c ? c0 + per : n_c;
     int above = 0, equal = 0;
     for (int64_t c = c0; c < c1; ++c) {
