@@ -38,6 +38,17 @@ FRACTION_DEFINITIONS = {
                 "score FLOPs not counted) / measured float32 matmul FLOP/s (numpy BLAS, same thread count)"),
 }
 
+# On a GPU backend the limits are the device's: its memory bandwidth measured by the engine's
+# kernels, and its bf16 matrix peak as its datasheet states it (ds4kit.bench.gpu_peaks).
+DEVICE_FRACTION_DEFINITIONS = {
+    "decode": FRACTION_DEFINITIONS["decode"].split(" / ")[0] + (
+        " / the GPU's memory bandwidth measured in this run (best of a read and a copy kernel over arrays of 1 GiB "
+        "or more, the engine's device_limits)"),
+    "prefill": FRACTION_DEFINITIONS["prefill"].split(" / ")[0] + (
+        " / the GPU's dense bf16 matrix peak as its datasheet states it (ds4kit.bench.gpu_peaks; not measured: no "
+        "vendor BLAS is linked)"),
+}
+
 _TOKEN_LOW = 100          # skip the first ids (byte tokens) ...
 _TOKEN_HIGH = 100_000     # ... and the added/special tokens at the top of the real vocabulary
 # Pause when switching engines: lets the idle engine's threads stop spinning (OpenMP waits busy
@@ -159,11 +170,13 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def run_hw_probe(threads: int, array_mb: float | None) -> dict[str, Any]:
+def run_hw_probe(threads: int, array_mb: float | None, device: str | None = None) -> dict[str, Any]:
+    """The host's limits, plus the GPU's (device: cuda, hip or auto) in the child's "device"."""
     env = _child_env()
     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
     cmd = [sys.executable, "-m", "ds4kit.bench.hw_limits", str(threads)] + ([str(array_mb)] if array_mb else [])
+    cmd += ["--device", device] if device else []
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, **own_process_group())
     if out.returncode != 0:
         raise RuntimeError(f"hardware probe failed (exit {out.returncode}): {out.stderr.strip()[-2000:]}")
@@ -301,12 +314,33 @@ def _sleep_unless(seconds: float, should_stop: Callable[[], bool]) -> None:
 
 
 def best_probe(probes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The highest bandwidth and matmul rate over the probes (before and after the engines)."""
+    """The highest bandwidth and matmul rate over the probes (before and after the engines), and
+    the GPU's highest bandwidth where the probes measured one."""
     bw = max((p["bandwidth"] for p in probes), key=lambda b: b["bytes_per_s"])
     mm = max((p["matmul"] for p in probes), key=lambda m: m["flop_per_s"])
-    return {"llc_bytes": probes[0]["llc_bytes"], "bandwidth": bw, "matmul": mm,
-            "runs": [{"bandwidth_bytes_per_s": p["bandwidth"]["bytes_per_s"],
-                      "matmul_flop_per_s": p["matmul"]["flop_per_s"]} for p in probes]}
+    out = {"llc_bytes": probes[0]["llc_bytes"], "bandwidth": bw, "matmul": mm,
+           "runs": [{"bandwidth_bytes_per_s": p["bandwidth"]["bytes_per_s"],
+                     "matmul_flop_per_s": p["matmul"]["flop_per_s"],
+                     **({"device_bandwidth_bytes_per_s": (p.get("device") or {}).get("bytes_per_s")}
+                        if "device" in p else {})} for p in probes]}
+    devices = [p["device"] for p in probes if p.get("device")]
+    measured = [d for d in devices if "bytes_per_s" in d]
+    if measured:
+        out["device"] = max(measured, key=lambda d: d["bytes_per_s"])
+    elif devices:
+        out["device"] = devices[0]  # {"kind", "error"}: why the GPU was not measured
+    return out
+
+
+def fraction_limits(hw: dict[str, Any], on_device: bool) -> dict[str, Any]:
+    """What `fractions` divides by: the host's measured limits, or on a GPU backend the device's
+    (None where there is no figure: no fraction then, rather than one against the wrong limit)."""
+    if not on_device:
+        return {"on": "host", "bandwidth_bytes_per_s": hw["bandwidth"]["bytes_per_s"],
+                "matmul_flop_per_s": hw["matmul"]["flop_per_s"]}
+    dev = hw.get("device") or {}
+    return {"on": "device", "device": dev.get("device"), "bandwidth_bytes_per_s": dev.get("bytes_per_s"),
+            "matmul_flop_per_s": dev.get("matrix_flop_per_s"), "matmul_source": dev.get("matrix_peak_source")}
 
 
 # -- statistics -------------------------------------------------------------------
@@ -330,14 +364,15 @@ def summarize_test(reps: list[dict[str, Any]]) -> dict[str, Any]:
 def fractions(tests: dict[str, dict[str, Any]], kinds: dict[str, str], work: dict[str, Any],
               hw: dict[str, Any]) -> dict[str, float]:
     out = {}
-    bw = hw["bandwidth"]["bytes_per_s"]
-    flops = hw["matmul"]["flop_per_s"]
+    limits = hw.get("limits") or fraction_limits(hw, False)
+    bw, flops = limits["bandwidth_bytes_per_s"], limits["matmul_flop_per_s"]
     per_tok_bytes = work["decode_bytes_per_token"]["total"]
     pp = work["prefill_params"]
     for name, t in tests.items():
         if kinds[name] in ("tg", "gen"):
-            out[name] = t["tok_s"] * per_tok_bytes / bw
-        else:
+            if bw:
+                out[name] = t["tok_s"] * per_tok_bytes / bw
+        elif flops:
             # the output head runs once per prefill (last row only), the rest once per token
             n = t["n_tokens"]
             flop_per_tok = 2.0 * (pp["per_token"] + pp["output_head"] / n)
@@ -383,8 +418,11 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
                 "warmup_tokens": tests[0]["tokens"][:16] if kinds[tests[0]["name"]] == "pp" else tests[0]["tokens"][:4]}
         loadavg_start = list(os.getloadavg())
 
-        say(f"hardware probe: memory bandwidth and float32 matmul with {threads} threads")
-        probes = [run_hw_probe(threads, config.probe_mb)]
+        # On a GPU backend the fractions divide by the GPU's limits, measured beside the host's.
+        device = target.options.backend if target.options.backend in ("cuda", "hip", "auto") else None
+        say(f"hardware probe: memory bandwidth and float32 matmul with {threads} threads"
+            + (f", and the {device} device's bandwidth" if device else ""))
+        probes = [run_hw_probe(threads, config.probe_mb, device)]
         rep_log = run.items("reps.jsonl", key="id")
 
         tel = RunTelemetry(run, getattr(config, "thermal", None), stop, say)
@@ -416,8 +454,15 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
             say("interrupted: keeping the repetitions that finished; no second hardware probe")
         else:
             say("hardware probe again (the better of the two runs counts: other load only lowers a limit)")
-            probes.append(run_hw_probe(threads, config.probe_mb))
+            probes.append(run_hw_probe(threads, config.probe_mb, device))
         hw = best_probe(probes)
+        on_device = str((ours.get("info") or {}).get("backend") or "").startswith(("cuda", "hip"))
+        hw["limits"] = fraction_limits(hw, on_device)
+        if on_device and not hw["limits"]["bandwidth_bytes_per_s"]:
+            run.warn("device-limits-missing", "ds4kit ran on a GPU whose bandwidth was not measured "
+                     f"({(hw.get('device') or {}).get('error', 'no device probe')}): NO decode or prefill fractions")
+        elif on_device and not hw["limits"]["matmul_flop_per_s"]:
+            run.warn("device-peak-unknown", f"{hw['limits']['matmul_source']}: NO prefill fractions")
         engine_results = {e: _fold_engine(res, tests, kinds, work, hw) for e, res in raw.items()}
 
         if "llama.cpp" not in engines:
@@ -439,7 +484,7 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
             "model": {k: work[k] for k in ("architecture", "name", "size_bytes", "n_params", "n_vocab")},
             "work_per_token": {"decode_bytes": work["decode_bytes_per_token"], "prefill_params": work["prefill_params"]},
             "hardware": hw,
-            "definitions": FRACTION_DEFINITIONS,
+            "definitions": DEVICE_FRACTION_DEFINITIONS if on_device else FRACTION_DEFINITIONS,
             "engines": engine_results,
             "ratios": ratios,
             "speculation": speculation_summary(engine_results.get("ds4kit", {}), raw.get("ds4kit", {}), tests),

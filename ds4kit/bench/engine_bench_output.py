@@ -37,6 +37,9 @@ def write_csv(path: Path, results: dict[str, Any], tests: list[dict[str, Any]], 
     cpu = _cpu_name()
     st, hw, model = results["settings"], results["hardware"], results["model"]
     rows = []
+    # the limits the fractions divide by: the host's, or the GPU's on a GPU backend
+    limits = hw.get("limits") or {"bandwidth_bytes_per_s": hw["bandwidth"]["bytes_per_s"],
+                                  "matmul_flop_per_s": hw["matmul"]["flop_per_s"]}
     for engine, e in results["engines"].items():
         if e["status"] != "ok":
             continue
@@ -51,8 +54,8 @@ def write_csv(path: Path, results: dict[str, Any], tests: list[dict[str, Any]], 
                     "ds4kit_commit": commit, "engine": engine, "engine_version": version, "engine_build": build,
                     "cpu_info": cpu, "cpu_features": (results["engines"].get("ds4kit", {}).get("info", {})
                                                       .get("cpu_features") or "n/a"),
-                    "bandwidth_gb_s": round(hw["bandwidth"]["bytes_per_s"] / 1e9, 3),
-                    "matmul_gflop_s": round(hw["matmul"]["flop_per_s"] / 1e9, 3),
+                    "bandwidth_gb_s": _per_1e9(limits["bandwidth_bytes_per_s"]),
+                    "matmul_gflop_s": _per_1e9(limits["matmul_flop_per_s"]),
                     "model_filename": str(model_path), "model_type": f"{model['architecture']} {model['name']}",
                     "model_size": model["size_bytes"], "model_n_params": model["n_params"],
                     "n_threads": st["threads"], "n_batch": st["n_batch"], "n_ctx": st["n_ctx"],
@@ -134,6 +137,26 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:.2f}"
 
 
+def _per_1e9(x: float | None) -> float | str:
+    return round(x / 1e9, 3) if x else "n/a"
+
+
+def _device_limits_line(hw: dict[str, Any]) -> list[str]:
+    """The summary's line on the GPU's limits, when the fractions divide by them."""
+    lim = hw.get("limits") or {}
+    if lim.get("on") != "device":
+        return []
+    dev = hw.get("device") or {}
+    if not lim.get("bandwidth_bytes_per_s"):
+        return [f"GPU limits: not measured ({dev.get('error', 'no device probe')}): no fractions."]
+    peak = (f"dense bf16 matrix peak {lim['matmul_flop_per_s'] / 1e12:.1f} TFLOP/s as stated ({lim['matmul_source']})"
+            if lim.get("matmul_flop_per_s") else f"no bf16 matrix peak ({lim.get('matmul_source')}): no prefill fractions")
+    return [f"GPU limits the fractions divide by: {dev['device']} ({dev['arch']}, {dev['multiprocessors']} "
+            f"multiprocessors) memory bandwidth {_gb(dev['bytes_per_s'])} GB/s measured (read "
+            f"{_gb(dev['read_bytes_per_s'])}, copy {_gb(dev['copy_bytes_per_s'])}, {dev['array_bytes'] / 2**20:.0f} MiB "
+            f"arrays); {peak}."]
+
+
 def render_summary(results: dict[str, Any], test_names: list[str]) -> str:
     st, hw = results["settings"], results["hardware"]
     eng = results["engines"]
@@ -176,6 +199,7 @@ def render_summary(results: dict[str, Any], test_names: list[str]) -> str:
               f"(copy {_gb(hw['bandwidth']['copy_bytes_per_s'])}, add {_gb(hw['bandwidth']['add_bytes_per_s'])}, "
               f"{hw['bandwidth']['array_bytes'] / 2**20:.0f} MiB arrays), float32 matmul "
               f"{hw['matmul']['flop_per_s'] / 1e9:.1f} GFLOP/s ({hw['matmul'].get('blas')}).",
+              *_device_limits_line(hw),
               f"Work: {w['decode_bytes']['total'] / 1e6:.2f} MB of weights read per decoded token; "
               f"{w['prefill_params']['per_token'] / 1e6:.2f} M matmul parameters per prompt token "
               f"(+{w['prefill_params']['output_head'] / 1e6:.2f} M output head once per prefill).", "",

@@ -1,6 +1,6 @@
 """Hardware limits measured in the benchmark's own run: memory bandwidth and matmul throughput.
 
-    python -m ds4kit.bench.hw_limits THREADS [ARRAY_MB]     prints one JSON object
+    python -m ds4kit.bench.hw_limits THREADS [ARRAY_MB] [--device cuda|hip|auto]   prints one JSON object
 
 Runs as a child process so the BLAS thread count can be set before numpy loads
 (OPENBLAS/OMP/MKL_NUM_THREADS = THREADS), the same count the engines get.
@@ -11,6 +11,9 @@ Bandwidth (STREAM-like, best of several passes, arrays far larger than the last-
 Each pass splits the arrays into THREADS slices run on THREADS Python threads (numpy drops
 the GIL inside these loops). STREAM's convention is kept: write-allocate traffic is not counted.
 Matmul: float32 square matmul (numpy -> BLAS), 2 n^3 FLOPs per product, best of several.
+--device: also the GPU's limits (the engine's device_limits: a read and a copy kernel over
+arrays of 1 GiB or more, best of 5) and its stated bf16 matrix peak (ds4kit.bench.gpu_peaks);
+auto measures the GPU the engine would pick, if any.
 """
 from __future__ import annotations
 
@@ -107,13 +110,45 @@ def probe(threads: int, array_bytes: int | None = None) -> dict[str, Any]:
             "matmul": measure_matmul(threads)}
 
 
+def device_probe(kind: str) -> dict[str, Any] | None:
+    """The GPU's measured bandwidth and stated bf16 peak; None when kind is auto and no GPU is
+    usable; {"error": why} when the named GPU could not be measured."""
+    from ds4kit import _engine
+    from ds4kit.bench.gpu_peaks import bf16_peak
+
+    if kind == "auto":
+        usable = [name for name, status in _engine.available_backends() if name in ("cuda", "hip") and status == "ok"]
+        if not usable:
+            return None
+        kind = usable[0]
+    try:
+        lim = dict(_engine.device_limits(kind))
+    except Exception as exc:  # the report says why; the host limits still stand
+        return {"kind": kind, "error": f"{type(exc).__name__}: {exc}"}
+    peak = bf16_peak(lim["device"], lim["arch"])
+    return dict(lim, kind=kind, bytes_per_s=max(lim["read_bytes_per_s"], lim["copy_bytes_per_s"]),
+                matrix_flop_per_s=peak["flop_per_s"], matrix_peak_source=peak["source"])
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3):
-        print("usage: python -m ds4kit.bench.hw_limits THREADS [ARRAY_MB]", file=sys.stderr)
+    args = list(argv[1:])
+    device = None
+    if "--device" in args:
+        i = args.index("--device")
+        if i + 1 >= len(args) or args[i + 1] not in ("cuda", "hip", "auto"):
+            print("hw_limits: --device takes cuda, hip or auto", file=sys.stderr)
+            return 2
+        device = args[i + 1]
+        del args[i:i + 2]
+    if len(args) not in (1, 2):
+        print("usage: python -m ds4kit.bench.hw_limits THREADS [ARRAY_MB] [--device cuda|hip|auto]", file=sys.stderr)
         return 2
-    threads = int(argv[1])
-    array_bytes = int(float(argv[2]) * 1024 ** 2) if len(argv) == 3 else None
-    print(json.dumps(probe(threads, array_bytes)))
+    threads = int(args[0])
+    array_bytes = int(float(args[1]) * 1024 ** 2) if len(args) == 2 else None
+    out = probe(threads, array_bytes)
+    if device is not None:
+        out["device"] = device_probe(device)
+    print(json.dumps(out))
     return 0
 
 

@@ -175,6 +175,20 @@ void bind_model(py::module_& m) {
         "DeepSeek V4 hyperparameters of a GGUF under `<arch>.` ('deepseek4' or 'deepseek4-dflash-draft')");
     m.def("available_backends", &ds4::available_backends,
           "[(name, 'ok' or why this build or machine cannot run it)] for cpu, cuda, hip");
+    m.def(
+        "device_limits",
+        [](const std::string& kind, uint64_t array_bytes, int passes) {
+            const ds4::DeviceLimits l = ds4::measure_device_limits(kind, array_bytes, passes);
+            py::dict d;
+            d["device"] = l.device, d["arch"] = l.arch, d["multiprocessors"] = l.multiprocessors;
+            d["l2_bytes"] = l.l2_bytes, d["total_bytes"] = l.total_bytes, d["array_bytes"] = l.array_bytes;
+            d["passes"] = l.passes, d["read_bytes_per_s"] = l.read_bytes_per_s;
+            d["copy_bytes_per_s"] = l.copy_bytes_per_s;
+            return d;
+        },
+        py::arg("kind"), py::arg("array_bytes") = (uint64_t)1 << 30, py::arg("passes") = 5,
+        "The GPU's memory bandwidth (bench engine's limit on the GPU backend): a read and a copy kernel over "
+        "arrays of at least array_bytes and 8x the L2, best of `passes`; kind 'cuda' or 'hip' (the built one)");
     using ds4::Ds4Model;
     using ds4::Ds4Session;
     py::class_<ds4::Ds4Snapshot>(m, "Snapshot", "A session's state at one position (Session.snapshot)")

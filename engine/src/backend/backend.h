@@ -340,4 +340,17 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads);
 // Every backend name with "ok" or why this build or machine cannot run it.
 std::vector<std::pair<std::string, std::string>> available_backends();
 
+// A GPU's memory bandwidth as `bench engine` divides by: a read kernel and a copy kernel (its
+// bytes counted twice, as STREAM does) over arrays of at least array_bytes and 8x the L2, best
+// of `passes` after a warm-up. kind: "cuda" or "hip", the GPU backend this build has (else
+// UnsupportedError, as make_backend).
+struct DeviceLimits {
+    std::string device, arch;
+    int multiprocessors = 0;
+    uint64_t l2_bytes = 0, total_bytes = 0, array_bytes = 0;
+    int passes = 0;
+    double read_bytes_per_s = 0.0, copy_bytes_per_s = 0.0;
+};
+DeviceLimits measure_device_limits(const std::string& kind, uint64_t array_bytes, int passes);
+
 }  // namespace ds4

@@ -60,4 +60,15 @@ std::vector<std::pair<std::string, std::string>> available_backends() {
     return out;
 }
 
+DeviceLimits measure_device_limits(const std::string& kind, uint64_t array_bytes, int passes) {
+    if (kind != "cuda" && kind != "hip") throw ArgumentError("device limits: '" + kind + "' is not cuda or hip");
+    if (kind != kBuiltGpu) throw UnsupportedError(not_built(kind));
+#if defined(DS4KIT_HAVE_GPU)
+    return measure_gpu_device_limits(array_bytes, passes);
+#else
+    (void)array_bytes, (void)passes;
+    throw UnsupportedError(not_built(kind));
+#endif
+}
+
 }  // namespace ds4

@@ -4,6 +4,8 @@
 // implements every operation of the seam; a weight type it has no kernel for throws
 // UnsupportedError naming the operation and tensor, never falling back to the CPU.
 #pragma once
+#include <stdint.h>
+
 #include <memory>
 #include <string>
 
@@ -14,5 +16,8 @@ namespace ds4 {
 const char* gpu_backend_kind();               // "cuda" or "hip": what this build compiled
 std::string gpu_device_status();              // "ok", or why no device can be used
 std::unique_ptr<Backend> make_gpu_backend();  // device 0; throws UnsupportedError(reason) without one
+
+// Device 0's memory bandwidth (gpu_limits.cu; backend.h measure_device_limits says what).
+DeviceLimits measure_gpu_device_limits(uint64_t array_bytes, int passes);
 
 }  // namespace ds4
