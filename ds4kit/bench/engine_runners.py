@@ -15,7 +15,8 @@ from typing import Any
 
 # One place for importing and opening llama.cpp (the llama.cpp target uses it too). The worker
 # honours HIDE_LLAMA_ENV: `import llama_cpp` fails, to exercise the "no reference" path.
-from ds4kit.targets.llama_cpp_loader import HIDE_LLAMA_ENV, LlamaCppUnavailable, import_llama_cpp, open_llama
+from ds4kit.targets.llama_cpp_loader import (HIDE_LLAMA_ENV, LlamaCppUnavailable, flash_attention_type,
+                                             import_llama_cpp, open_llama)
 
 __all__ = ["ENGINES", "HIDE_LLAMA_ENV", "Ds4kitRunner", "LlamaCppRunner", "LlamaCppUnavailable", "import_llama_cpp",
            "make_runner"]
@@ -145,6 +146,7 @@ class LlamaCppRunner:
             "threads": self._threads,
             "n_batch": self._n_batch,
             "n_gpu_layers": self._n_gpu_layers,
+            "flash_attention": flash_attention_type(self._llm),
             "computes": ("prefill: Llama.eval in n_batch chunks, logits_all=False so only the last row's "
                          "logits; decode: Llama.eval of one token, its logits; a test at depth d first prefills "
                          "the d context tokens, untimed; KV cache default type (f16), "

@@ -181,3 +181,22 @@ def test_a_larger_session_reopens_the_context(q8_model, ids):
         small.decode(ids[4])
     assert np.array_equal(big.prefill(ids[:4], mode="batched"), direct_rows(q8_model, [ids[:4]])[3])
     t.close()
+
+
+def test_flash_attention_is_llamas_default_with_gpu_layers(q8_model):
+    """llama-cpp-python's Llama() asks for flash attention disabled unless told; with layers on a
+    GPU `open_llama` asks for llama.cpp's own default (auto, as llama-bench runs it), and only for
+    that constructor: the module's constant is back afterwards and a CPU-only open is unchanged."""
+    import llama_cpp
+
+    from ds4kit.targets.llama_cpp_loader import flash_attention_type, open_llama
+
+    disabled = llama_cpp.llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    cpu = open_llama(q8_model, threads=2, n_ctx=64, n_batch=32)
+    assert flash_attention_type(cpu) == "disabled"
+    gpu = open_llama(q8_model, threads=2, n_ctx=64, n_batch=32, n_gpu_layers=999)  # a CPU build ignores the layers
+    assert flash_attention_type(gpu) == "auto"
+    assert llama_cpp.llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED == disabled == 0
+    gpu.eval([1, 2, 3])  # the context built with auto runs
+    assert np.all(np.isfinite(np.asarray(gpu.scores[2])))
+    assert flash_attention_type(open_llama(q8_model, threads=2, n_ctx=64, n_batch=32)) == "disabled"
