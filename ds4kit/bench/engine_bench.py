@@ -468,7 +468,7 @@ def run_engine_bench(config: Any, target: Any, *, say: Callable[[str], None], st
         if "llama.cpp" not in engines:
             run.warn("llama-cpp-missing", "llama.cpp was not among --engines: NO ratio against llama.cpp "
                      "could be measured")
-        _warn_noise(run, engine_results, loadavg_start, threads)
+        _warn_noise(run, engine_results, loadavg_start, threads, on_device)
         ratios = _ratios(engine_results, tests)
         if "llama.cpp" in engines and "ds4kit" not in engines:
             run.warn("ds4kit-missing", "ds4kit was not among --engines: no ratio")
@@ -549,10 +549,17 @@ def _fold_engine(res: dict[str, Any], tests: list[dict[str, Any]], kinds: dict[s
 NOISY_CV = 0.2  # stddev / mean of tok/s above which a test's repetitions disagree too much to trust
 
 
-def _warn_noise(run: Any, engine_results: dict[str, dict[str, Any]], loadavg_start: list[float], threads: int) -> None:
+def _warn_noise(run: Any, engine_results: dict[str, dict[str, Any]], loadavg_start: list[float], threads: int,
+                on_device: bool = False) -> None:
     """Say loudly when the numbers are unlikely to mean what they seem (a busy machine)."""
     cpus = usable_cpus()
-    if loadavg_start and loadavg_start[0] + threads > cpus:
+    if on_device:
+        # The GPU computes; one host thread issues its work (and llama.cpp's, all layers offloaded),
+        # so only a machine without a free CPU for it is busy.
+        if loadavg_start and loadavg_start[0] + 1 > cpus:
+            run.warn("busy-machine", f"load average {loadavg_start[0]:.2f} at start leaves no CPU of {cpus} free "
+                     "for the thread that issues the GPU's work; prefer a quieter machine")
+    elif loadavg_start and loadavg_start[0] + threads > cpus:
         run.warn("busy-machine", f"load average {loadavg_start[0]:.2f} at start plus {threads} benchmark threads exceeds "
                  f"{cpus} CPUs: the engines compete with other work, and an engine whose threads spin at barriers "
                  "loses most; prefer -t 1 here, or a quieter machine")

@@ -102,3 +102,19 @@ def test_noise_and_busy_warnings(tmp_path):
     codes = {w["code"]: w["message"] for w in run.report["warnings"]}
     assert set(codes) == {"busy-machine", "noisy"}
     assert "llama.cpp tg32" in codes["noisy"] and "ds4kit" not in codes["noisy"]
+
+
+def test_busy_warning_on_a_gpu_backend_counts_one_host_thread(tmp_path):
+    """On a GPU backend the compute threads do not compete for CPUs: a load that leaves one CPU
+    free is quiet whatever -t says; a load that leaves none is busy."""
+    from ds4kit.bench.engine_bench import _warn_noise, usable_cpus
+    from ds4kit.reports import start_run
+
+    cpus = usable_cpus()
+    entry = {"ds4kit": _engine_entry([1.0, 1.01, 0.99])}
+    run = start_run("bench-engine", tmp_path / "gpu-quiet", quiet_warnings=True)
+    _warn_noise(run, entry, [max(cpus - 1.5, 0.0), 0.0, 0.0], 16, on_device=True)
+    assert run.report["warnings"] == []
+    run = start_run("bench-engine", tmp_path / "gpu-busy", quiet_warnings=True)
+    _warn_noise(run, entry, [float(cpus), 0.0, 0.0], 16, on_device=True)
+    assert [w["code"] for w in run.report["warnings"]] == ["busy-machine"]
