@@ -294,21 +294,46 @@ def _plain_greedy(cfg: GenerationConfig) -> bool:
 
 def _greedy_loop(session: Any, sampler: Any, logits: np.ndarray, st: _Emitter, cfg: GenerationConfig,
                  on_token: Callable[[TokenEvent], None] | None, stop_requested: Callable[[], bool]) -> None:
-    """_plain_loop for _plain_greedy configurations: the same tokens (decode_top breaks ties to
-    the lower id as the greedy sampler does), without the logits' round trip per token."""
-    nxt = int(sampler.sample(logits, st.history))  # the prefill's row is on the host already
-    while len(st.out) < cfg.max_tokens:
-        if stop_requested():
-            return st.interrupt()
-        t_tok = time.perf_counter()
-        forced = st.forced_now()
-        tok = int(cfg.think_end_id) if forced else nxt
-        stop = st.record(tok, None, forced)
-        if not stop:
-            nxt = int(session.decode_top(tok, 1)[0][0])
-        st.sent(time.perf_counter() - t_tok, on_token)
-        if stop:
-            return
+    """_plain_loop for _plain_greedy configurations: the same tokens (the session's argmax breaks
+    ties to the lower id as the greedy sampler does) and the same session at the end, without the
+    logits' round trip per token. A session that chains greedy steps on its device
+    (`decode_greedy`, `greedy_chain` > 1) runs that many between returns to the host; the tokens
+    a chain fed past a stop are taken back with rewind, so the session ends where one-by-one
+    decoding's would."""
+    if cfg.max_tokens == 0:
+        return
+    chain = getattr(session, "greedy_chain", 1) if hasattr(session, "decode_greedy") else 1
+    queue = [int(sampler.sample(logits, st.history))]  # chosen tokens: all but the last are fed
+    step_s = 0.0
+    while True:
+        for k, tok in enumerate(queue):
+            fed_after = len(queue) - 1 - k  # tokens the chain fed after this one
+            if stop_requested():
+                if fed_after:
+                    session.rewind(fed_after)
+                return st.interrupt()
+            forced = st.forced_now()  # only a queue's last token can be (chains stop before one)
+            if forced:
+                tok = int(cfg.think_end_id)
+            stop = st.record(tok, None, forced)
+            st.sent(step_s / len(queue), on_token)  # a chain's tokens share its time
+            if stop:
+                if fed_after:
+                    session.rewind(fed_after)
+                return
+        # The last token is pending: feed it, and run up to `chain` steps, no further than
+        # max_tokens, the context and the token before a forced one (which may then replace the
+        # chain's last, pending token).
+        n = min(chain, cfg.max_tokens - len(st.out), session.max_ctx - session.pos)
+        free = st.tokens_before_forced()
+        if free is not None:
+            n = min(n, free + 1)
+        t0 = time.perf_counter()
+        if n > 1:
+            queue = [int(t) for t in session.decode_greedy(tok, n)]
+        else:
+            queue = [int(session.decode_top(tok, 1)[0][0])]
+        step_s = time.perf_counter() - t0
 
 
 def _speculative_loop(session: Any, spec: Any, logits: np.ndarray, st: _Emitter, cfg: GenerationConfig,

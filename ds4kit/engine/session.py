@@ -85,6 +85,7 @@ class Session:
     def __init__(self, native: Any, model: Any = None):
         self._s = native
         self._model = model
+        self._greedy_chain: int | None = None
 
     @property
     def pos(self) -> int:
@@ -108,6 +109,30 @@ class Session:
     def verify_top(self, tokens: Sequence[int] | np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """verify, with each row as decode_top: (ids [q, k], values [q, k])."""
         return self._s.verify_top(_token_list(tokens), int(k))
+
+    @property
+    def greedy_chain(self) -> int:
+        """How many greedy steps `generate` runs per decode_greedy call (1 to 32; settable): by
+        default 16 on a GPU, where each return to the host leaves the device waiting for the sync,
+        Python and the next launch, and 1 on the CPU, where that wait is a tiny part of a step and
+        tokens then stream one by one."""
+        if self._greedy_chain is not None:
+            return self._greedy_chain
+        kind = getattr(self._model, "backend_kind", "cpu") if self._model is not None else "cpu"
+        return 16 if kind in ("cuda", "hip") else 1
+
+    @greedy_chain.setter
+    def greedy_chain(self, n: int) -> None:
+        if not 1 <= int(n) <= 32:
+            raise ValueError(f"greedy_chain must be 1..32 (what rewind can take back), got {n}")
+        self._greedy_chain = int(n)
+
+    def decode_greedy(self, token: int, n: int) -> np.ndarray:
+        """n greedy steps without the host between them: feeds `token`, then each step's argmax
+        (decode_top's) to the next; returns the n argmaxes (int32 [n]). The session has then fed
+        `token` and the first n - 1 of them, the last pending as after decode_top: stopping at
+        id i, rewind(n - 1 - i). 1 <= n <= 32 (what rewind can take back)."""
+        return self._s.decode_greedy(int(token), int(n))
 
     def prefill(self, tokens: Sequence[int] | np.ndarray, mode: str = "exact",
                 should_stop: Callable[[], bool] | None = None) -> np.ndarray | None:

@@ -302,6 +302,21 @@ void bind_model(py::module_& m) {
             "Feeds one token like decode; returns (ids int32 [k], values float32 [k]): its k best logits, "
             "largest first, ties to the lower id, found on the backend (only these come back)")
         .def(
+            "decode_greedy",
+            [](Ds4Session& s, int64_t token, int64_t n) {
+                const int32_t id = token_ids({token})[0];
+                std::vector<int32_t> ids;
+                {
+                    py::gil_scoped_release nogil;
+                    ids = s.decode_greedy(id, n);
+                }
+                return to_array(std::move(ids), {(py::ssize_t)n});
+            },
+            py::arg("token"), py::arg("n"),
+            "Greedy decoding of n steps without the host between them: feeds token, then each step's argmax "
+            "(decode_top's) to the next; returns the n argmaxes (int32 [n]). The session has fed token and the "
+            "first n - 1 of them; a caller stopping at id i rewinds n - 1 - i. 1 <= n <= 32")
+        .def(
             "verify_top",
             [](Ds4Session& s, const std::vector<int64_t>& tokens64, int64_t k) {
                 const std::vector<int32_t> tokens = token_ids(tokens64);

@@ -92,3 +92,50 @@ def session_top_k_matches_logits(model_path, backend: str, n_tokens: int = 40) -
 
 def test_session_decode_top_matches_decode_logits_cpu(tiny_target):
     session_top_k_matches_logits(tiny_target, "cpu")
+
+
+def greedy_chain_matches_decode_top(model_path, backend: str) -> None:
+    """Session.decode_greedy(token, n) against n decode_top(., 1) calls on a twin session, each
+    fed its own argmax: the same ids, the same tokens fed (token and the first n - 1 ids), the same
+    state after (the next logits bitwise), also after rewinding a chain's tail; chains of
+    1 to 32 one after another (the GPU replays one recorded step for all of them). Bad n, a
+    session that captures layers and a chain past max_ctx are refused and change nothing."""
+    m = _engine.Model(str(model_path), threads=0, backend=backend)
+    V = m.hparams["n_vocab"]
+    a, b = m.session(200), m.session(200)
+    prompt = [int(t) for t in np.random.default_rng(11).integers(0, V, 9)]
+    a.prefill(prompt, "batched")
+    b.prefill(prompt, "batched")
+    tok = 7
+    for n in (1, 5, 32, 3, 16):
+        got = a.decode_greedy(tok, n)
+        want, t = [], tok
+        for _ in range(n):
+            t = int(b.decode_top(t, 1)[0][0])
+            want.append(t)
+        assert got.dtype == np.int32 and got.tolist() == want, f"chain of {n}"
+        assert a.pos == b.pos and a.tokens == b.tokens
+        tok = want[-1]
+    a.rewind(6)  # a stop inside the last chain: its tail taken back
+    b.rewind(6)
+    assert np.array_equal(a.decode(tok), b.decode(tok)) and a.pos == b.pos
+    pos = a.pos
+    for bad in (0, 33):
+        with pytest.raises(_engine.ArgumentError, match="decode_greedy of"):
+            a.decode_greedy(1, bad)
+    with pytest.raises(_engine.ArgumentError, match="outside the vocabulary"):
+        a.decode_greedy(V, 2)
+    assert a.pos == pos
+    short = m.session(12)
+    short.prefill(prompt, "batched")
+    with pytest.raises(_engine.ArgumentError, match="exceeds max_ctx 12"):
+        short.decode_greedy(1, 4)
+    assert short.pos == 9 and short.decode_greedy(1, 3).shape == (3,) and short.pos == 12
+    cap = m.session(64, capture_layers=[0])
+    with pytest.raises(_engine.ArgumentError, match="captures"):
+        cap.decode_greedy(1, 2)
+    assert cap.pos == 0
+
+
+def test_session_decode_greedy_matches_decode_top_cpu(tiny_target):
+    greedy_chain_matches_decode_top(tiny_target, "cpu")

@@ -151,3 +151,47 @@ def test_should_stop_returns_what_was_generated(rt, prompt):
 def test_out_of_range_sampling_is_refused(rt, prompt, field, value):
     with pytest.raises(ValueError, match=field):
         run(rt, prompt, max_tokens=2, **{field: value})
+
+
+@pytest.mark.parametrize("chain", [2, 5, 16, 32])
+def test_chained_greedy_equals_one_by_one_and_leaves_the_same_session(rt, prompt, chain):
+    """Chains of greedy steps on the device (a GPU's default; forced here on the CPU) give the
+    tokens, text and stop of one-by-one decoding, and take back what they fed past the stop, so the
+    session ends where one-by-one decoding's does (the same tokens fed, the next logits bitwise):
+    at max_tokens, a stop token and a stop string inside a chain, a forced end of thinking, the
+    context's end and an interrupt."""
+    first = run(rt, prompt, max_tokens=12).tokens
+    end = rt.token_id(THINK_CLOSE)
+    cases = [
+        ({"max_tokens": 24, "thinking_budget": 5, "think_end_id": end}, MAX_CTX, None),
+        ({"max_tokens": 40, "stop_token_ids": (first[9],)}, MAX_CTX, None),
+        ({"max_tokens": 40, "stop_strings": (rt.decode(first[7:8]),)}, MAX_CTX, None),
+        ({"max_tokens": 40}, len(prompt) + 11, None),
+        ({"max_tokens": 40}, MAX_CTX, lambda seen: len(seen) >= 6),
+        ({"max_tokens": 0}, MAX_CTX, None),
+    ]
+    for kw, max_ctx, stop_after in cases:
+        out = {}
+        for c in (1, chain):
+            seen: list[int] = []
+            s = rt.session(max_ctx=max_ctx)
+            s.greedy_chain = c
+            res = generate(s, rt.tokenizer, prompt, GenerationConfig(**kw), on_token=lambda ev: seen.append(ev.token),
+                           should_stop=(lambda: stop_after(seen)) if stop_after else None)
+            out[c] = (res, s)
+        (a, sa), (b, sb) = out[1], out[chain]
+        assert (b.tokens, b.text, b.stop_reason, b.stop_detail) == (a.tokens, a.text, a.stop_reason, a.stop_detail), kw
+        assert sb.pos == sa.pos and sb.tokens == sa.tokens, kw
+        assert len(b.token_times_s) == len(b.tokens)
+        if sa.pos < max_ctx:
+            assert np.array_equal(sb.decode(3), sa.decode(3)), kw
+
+
+def test_greedy_chain_is_bounded():
+    from ds4kit.engine.session import Session
+
+    s = Session(native=None)
+    assert s.greedy_chain == 1  # no model: the CPU default
+    for bad in (0, 33):
+        with pytest.raises(ValueError, match="greedy_chain must be 1..32"):
+            s.greedy_chain = bad

@@ -1,7 +1,8 @@
 """Backend::row_top_k on the GPU against the plain sort (tests/engine/test_engine_row_top_k.py's
 cases: ties, NaN, -0/+0, infinities, rows of a real vocabulary's length), and the session's
 decode_top / verify_top on the GPU against the top-k of its own logits, replayed steps included
-(decode_top runs the top-k inside the recorded step). SKIPS loudly without a GPU."""
+(decode_top runs the top-k inside the recorded step), and decode_greedy's chains against decode_top.
+SKIPS loudly without a GPU."""
 from __future__ import annotations
 
 import sys
@@ -12,7 +13,8 @@ import pytest
 from test_gpu_seam import gpu  # noqa: F401  (a fixture)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
-from test_engine_row_top_k import check_backend, session_top_k_matches_logits  # noqa: E402
+from test_engine_row_top_k import (check_backend, greedy_chain_matches_decode_top,  # noqa: E402
+                                   session_top_k_matches_logits)
 
 
 @pytest.mark.parametrize("n", [1, 7, 300, 4099, 129280])
@@ -22,3 +24,9 @@ def test_gpu_row_top_k_matches_the_sort(gpu, n):
 
 def test_gpu_session_decode_top_matches_its_logits(gpu, tiny_target):
     session_top_k_matches_logits(tiny_target, gpu, n_tokens=600)
+
+
+def test_gpu_decode_greedy_matches_decode_top(gpu, tiny_target):
+    """Greedy chains on the GPU (each step's argmax copied to the next step's input on the device,
+    the recorded decode_top step replayed) against decode_top one token at a time."""
+    greedy_chain_matches_decode_top(tiny_target, gpu)

@@ -225,6 +225,9 @@ public:
 
     // dst[k] = src[k] for k < n (the regions do not overlap).
     virtual void copy(Dev<float> dst, Dev<const float> src, int64_t n) = 0;
+    // The same for token ids (a greedy chain feeds row_top_k's id to the next step's embed
+    // without the host: Ds4Session::decode_greedy).
+    virtual void copy_ids(Dev<int32_t> dst, Dev<const int32_t> src, int64_t n) = 0;
 
     // Token i of n_tokens holds rows_per_token rows of row_len values at x + i*rows_per_token*row_len;
     // rotates adjacent pairs of the last spec.n_rot dims of each row by the angle at pos0 + i (or its inverse).

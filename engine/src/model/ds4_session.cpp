@@ -233,28 +233,10 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
     // kBlock): grows a few times per session, never per token.
     if (m > 0) reserve_logits_rows(m);
     const int64_t k = top ? top->k : 0;
-    if (k && !top_ids_buf_) {  // once per session, before any step records its address
-        top_ids_buf_ = be.alloc((size_t)(kBlock * kMaxRowTopK) * sizeof(int32_t));
-        top_vals_buf_ = be.alloc((size_t)(kBlock * kMaxRowTopK) * sizeof(float));
-    }
+    if (k) ensure_top_buffers();
 
     be.upload(act_.tokens, tokens, n);
-    // Decode and verify (every token's logits) run as one backend step, which a GPU backend
-    // records once and replays for later steps of the same key.
-    const bool as_step = m == n;
-    if (!as_step || !be.begin_step(*state_, p0, n, step_key(p0, n, k))) {
-        try {
-            issue_forward(n, p0, want_logits, m);
-            if (k) {
-                be.row_top_k(logits_buf_->as<const float>(), m, hp.n_vocab, k, top_ids_buf_->as<int32_t>(),
-                             top_vals_buf_->as<float>());
-            }
-        } catch (...) {
-            if (as_step) be.end_step(false);
-            throw;
-        }
-        if (as_step) be.end_step(true);
-    }
+    issue_step(n, p0, want_logits, m, k);
     state_->commit(n);
     tokens_.insert(tokens_.end(), tokens, tokens + n);
 
@@ -275,6 +257,76 @@ void Ds4Session::forward(const int32_t* tokens, int64_t n, const bool* want_logi
         be.download(captured_.data() + c0, Dev<const float>(capture_buf_->as<float>()), n * ldc);
     }
     be.synchronize();
+}
+
+void Ds4Session::ensure_top_buffers() {
+    if (top_ids_buf_) return;  // once per session, before any step records its address
+    Backend& be = model_->backend();
+    top_ids_buf_ = be.alloc((size_t)(kBlock * kMaxRowTopK) * sizeof(int32_t));
+    top_vals_buf_ = be.alloc((size_t)(kBlock * kMaxRowTopK) * sizeof(float));
+}
+
+void Ds4Session::issue_step(int64_t n, int64_t p0, const bool* want_logits, int64_t m, int64_t k) {
+    Backend& be = model_->backend();
+    // Decode and verify (every token's logits) run as one backend step, which a GPU backend
+    // records once and replays for later steps of the same key.
+    const bool as_step = m == n;
+    if (as_step && be.begin_step(*state_, p0, n, step_key(p0, n, k))) return;
+    try {
+        issue_forward(n, p0, want_logits, m);
+        if (k) {
+            be.row_top_k(logits_buf_->as<const float>(), m, model_->hparams().n_vocab, k, top_ids_buf_->as<int32_t>(),
+                         top_vals_buf_->as<float>());
+        }
+    } catch (...) {
+        if (as_step) be.end_step(false);
+        throw;
+    }
+    if (as_step) be.end_step(true);
+}
+
+std::vector<int32_t> Ds4Session::decode_greedy(int32_t token, int64_t n) {
+    if (n < 1 || n > kMaxRewind) {
+        throw ArgumentError("decode_greedy of " + std::to_string(n) + " tokens: 1 .. " + std::to_string(kMaxRewind) +
+                            " (a chain's tokens past a stop must stay rewindable)");
+    }
+    if (!opt_.capture_layers.empty()) {
+        throw ArgumentError("decode_greedy captures no layer features; this session captures layers: use decode_top");
+    }
+    check_tokens(&token, 1);
+    if (pos() + n > opt_.max_ctx) {
+        throw ArgumentError("context overflow: decode_greedy of " + std::to_string(n) + " tokens at position " +
+                            std::to_string(pos()) + " exceeds max_ctx " + std::to_string(opt_.max_ctx));
+    }
+    Backend& be = model_->backend();
+    reserve_logits_rows(1);
+    ensure_top_buffers();
+    if (!chain_ids_buf_) chain_ids_buf_ = be.alloc((size_t)kMaxRewind * sizeof(int32_t));
+    const Dev<int32_t> chain = chain_ids_buf_->as<int32_t>();
+    const Dev<int32_t> best = top_ids_buf_->as<int32_t>();
+    captured_.clear();
+    const bool want = true;
+    int64_t done = 0;
+    try {
+        // Step j feeds step j - 1's argmax straight from the device: the same recorded step as
+        // decode_top(token, 1), and nothing comes back to the host until the chain ends.
+        be.upload(act_.tokens, &token, 1);
+        for (; done < n; ++done) {
+            if (done > 0) be.copy_ids(act_.tokens, best, 1);
+            issue_step(1, pos(), &want, 1, 1);
+            be.copy_ids(chain + done, best, 1);
+            state_->commit(1);
+        }
+        std::vector<int32_t> ids((size_t)n);
+        be.download(ids.data(), Dev<const int32_t>(chain), n);
+        be.synchronize();
+        tokens_.push_back(token);
+        tokens_.insert(tokens_.end(), ids.begin(), ids.end() - 1);
+        return ids;
+    } catch (...) {
+        state_->rewind_to(state_->pos() - done);  // the tokens fed are unknown to the host: take them back
+        throw;
+    }
 }
 
 void Ds4Session::issue_forward(int64_t n, int64_t p0, const bool* want_logits, int64_t m) {

@@ -87,6 +87,12 @@ public:
     };
     TopK decode_top(int32_t token, int64_t k);
     TopK verify_top(const std::vector<int32_t>& tokens, int64_t k);
+    // Greedy decoding of n steps without the host between them: feeds token, then each
+    // step's argmax (decode_top's, ties to the lower id) to the next; returns the n argmaxes.
+    // The session has then fed token and the first n - 1 of them (the last is pending, as
+    // after decode_top): a caller that stops at id i takes back the n - 1 - i fed after it
+    // with rewind. 1 <= n <= kMaxRewind; no layer capture.
+    std::vector<int32_t> decode_greedy(int32_t token, int64_t n);
     // Feeds the tokens; returns the logits of the last one. exact: one token at
     // a time; batched: blocks of up to kBlock tokens ending on ratio-4
     // boundaries (same results, as the forward is block-width invariant).
@@ -122,6 +128,9 @@ private:
                  TopK* top = nullptr);
     // The backend calls of that forward (embed, layers, head into logits_buf_), m wanted rows.
     void issue_forward(int64_t n, int64_t p0, const bool* want_logits, int64_t m);
+    // Those calls and the top-k (k > 0) as one recorded step where every row is wanted.
+    void issue_step(int64_t n, int64_t p0, const bool* want_logits, int64_t m, int64_t k);
+    void ensure_top_buffers();  // top_ids_buf_ / top_vals_buf_, once
     // What a recorded step of n tokens at p0 depends on (Backend::begin_step).
     std::vector<int64_t> step_key(int64_t p0, int64_t n, int64_t top_k) const;
     void check_tokens(const int32_t* tokens, int64_t n) const;
@@ -135,6 +144,7 @@ private:
     Ds4BlockRunner runner_;
     std::unique_ptr<DeviceBuffer> logits_buf_, capture_buf_;
     std::unique_ptr<DeviceBuffer> top_ids_buf_, top_vals_buf_;  // kBlock x kMaxRowTopK, on first use
+    std::unique_ptr<DeviceBuffer> chain_ids_buf_;               // kMaxRewind ids of decode_greedy, on first use
     int64_t logits_rows_ = 0;  // rows logits_buf_ holds
     int64_t logits_generation_ = 0;  // times logits_buf_ was reallocated
     uint64_t uid_;                   // unique per session object for the process

@@ -169,6 +169,10 @@ void CpuBackend::copy(Dev<float> dst, Dev<const float> src, int64_t n) {
     std::memcpy(dst.get(), src.get(), (size_t)n * sizeof(float));
 }
 
+void CpuBackend::copy_ids(Dev<int32_t> dst, Dev<const int32_t> src, int64_t n) {
+    if (n > 0) std::memcpy(dst.get(), src.get(), (size_t)n * sizeof(int32_t));
+}
+
 void CpuBackend::row_top_k(Dev<const float> xd, int64_t n_rows, int64_t n, int64_t k, Dev<int32_t> idsd,
                            Dev<float> valsd) {
     check_row_top_k("cpu", n_rows, n, k);

@@ -56,6 +56,7 @@ public:
     void scale(Dev<float> x, int64_t n, double s) override;
     void add(Dev<float> y, Dev<const float> x, int64_t n) override;
     void copy(Dev<float> dst, Dev<const float> src, int64_t n) override;
+    void copy_ids(Dev<int32_t> dst, Dev<const int32_t> src, int64_t n) override;
     void row_top_k(Dev<const float> x, int64_t n_rows, int64_t n, int64_t k, Dev<int32_t> ids,
                    Dev<float> vals) override;
     void rope_tail(Dev<float> x, int64_t n_tokens, int64_t rows_per_token, int64_t row_len, int64_t pos0,

@@ -237,6 +237,12 @@ public:
                       stream_);
     }
 
+    void copy_ids(Dev<int32_t> dst, Dev<const int32_t> src, int64_t n) override {
+        if (n <= 0) return;
+        DS4_GPU_CHECK(MemcpyAsync, dst.get(), src.get(), (size_t)n * sizeof(int32_t), ds4GpuMemcpyDeviceToDevice,
+                      stream_);
+    }
+
     void embed(const WeightView& table, Dev<const int32_t> tokens, int64_t n, int64_t n_copies,
                Dev<float> X) override {
         check_matrix_type(table, "embed");
