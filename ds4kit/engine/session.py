@@ -115,11 +115,11 @@ class Session:
         """How many greedy steps `generate` runs per decode_greedy call (1 to 32; settable): by
         default 16 on a GPU, where each return to the host leaves the device waiting for the sync,
         Python and the next launch, and 1 on the CPU, where that wait is a tiny part of a step and
-        tokens then stream one by one."""
+        tokens then stream one by one, or where the session captures layers (a chain captures none)."""
         if self._greedy_chain is not None:
             return self._greedy_chain
         kind = getattr(self._model, "backend_kind", "cpu") if self._model is not None else "cpu"
-        return 16 if kind in ("cuda", "hip") else 1
+        return 16 if kind in ("cuda", "hip") and not self._s.capture_layers else 1
 
     @greedy_chain.setter
     def greedy_chain(self, n: int) -> None:

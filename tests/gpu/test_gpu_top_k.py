@@ -30,3 +30,23 @@ def test_gpu_decode_greedy_matches_decode_top(gpu, tiny_target):
     """Greedy chains on the GPU (each step's argmax copied to the next step's input on the device,
     the recorded decode_top step replayed) against decode_top one token at a time."""
     greedy_chain_matches_decode_top(tiny_target, gpu)
+
+
+def test_gpu_sessions_chain_greedy_steps_unless_they_capture(gpu, tiny_target):
+    """generate's greedy loop chains 16 steps on a GPU session, none on one that captures layers
+    (decode_greedy captures nothing), and the chained generation equals the one-by-one one."""
+    from ds4kit.engine import Model
+    from ds4kit.engine.generate import GenerationConfig, generate
+
+    m = Model.load(tiny_target, backend=gpu)
+    assert m.session(max_ctx=64).greedy_chain == 16
+    assert m.session(max_ctx=64, capture_layers=[0]).greedy_chain == 1
+    prompt = [5, 17, 99, 3]
+    out = {}
+    for chain in (1, 16):
+        s = m.session(max_ctx=128)
+        s.greedy_chain = chain
+        res = generate(s, m.tokenizer, prompt, GenerationConfig(max_tokens=40, stop_token_ids=()))
+        out[chain] = (res.tokens, s.pos, s.decode(3))
+    assert out[16][0] == out[1][0] and out[16][1] == out[1][1]
+    assert (out[16][2] == out[1][2]).all()
