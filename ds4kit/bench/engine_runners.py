@@ -140,16 +140,18 @@ class LlamaCppRunner:
 
     def info(self) -> dict[str, Any]:
         sysinfo = self._lc.llama_print_system_info()
+        fa = flash_attention_type(self._llm)
         return {
             "version": getattr(self._lc, "__version__", None),
             "system_info": sysinfo.decode("utf-8", "replace") if isinstance(sysinfo, bytes) else str(sysinfo),
             "threads": self._threads,
             "n_batch": self._n_batch,
             "n_gpu_layers": self._n_gpu_layers,
-            "flash_attention": flash_attention_type(self._llm),
+            "flash_attention": fa,
             "computes": ("prefill: Llama.eval in n_batch chunks, logits_all=False so only the last row's "
                          "logits; decode: Llama.eval of one token, its logits; a test at depth d first prefills "
-                         "the d context tokens, untimed; KV cache default type (f16), "
+                         f"the d context tokens, untimed; {self._n_gpu_layers} layers on a GPU, flash attention "
+                         f"{fa}; KV cache default type (f16), "
                          "no FP8 round trip of KV rows and no FP4 rounding in the indexer"),
             "numerics": {"fp8_kv": False, "indexer_fp4": False},
         }
