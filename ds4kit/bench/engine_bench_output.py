@@ -5,6 +5,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from ds4kit.bench.engine_bench import fraction_limits
+
 # One row per engine x test x repetition; build and hardware in every row, as llama-bench does.
 CSV_COLUMNS = [
     "ds4kit_commit", "engine", "engine_version", "engine_build", "cpu_info", "cpu_features", "bandwidth_gb_s",
@@ -37,9 +39,7 @@ def write_csv(path: Path, results: dict[str, Any], tests: list[dict[str, Any]], 
     cpu = _cpu_name()
     st, hw, model = results["settings"], results["hardware"], results["model"]
     rows = []
-    # the limits the fractions divide by: the host's, or the GPU's on a GPU backend
-    limits = hw.get("limits") or {"bandwidth_bytes_per_s": hw["bandwidth"]["bytes_per_s"],
-                                  "matmul_flop_per_s": hw["matmul"]["flop_per_s"]}
+    limits = hw.get("limits") or fraction_limits(hw, False)  # what the fractions divided by
     for engine, e in results["engines"].items():
         if e["status"] != "ok":
             continue

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ds4kit.engine.native import engine_module
+
 
 def _token_list(tokens: Sequence[int] | np.ndarray) -> list[int]:
     return [int(t) for t in np.asarray(tokens).reshape(-1)]
@@ -123,8 +125,9 @@ class Session:
 
     @greedy_chain.setter
     def greedy_chain(self, n: int) -> None:
-        if not 1 <= int(n) <= 32:
-            raise ValueError(f"greedy_chain must be 1..32 (what rewind can take back), got {n}")
+        reach = engine_module().MAX_REWIND
+        if not 1 <= int(n) <= reach:
+            raise ValueError(f"greedy_chain must be 1..{reach} (what rewind can take back), got {n}")
         self._greedy_chain = int(n)
 
     def decode_greedy(self, token: int, n: int) -> np.ndarray:

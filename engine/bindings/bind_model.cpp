@@ -173,6 +173,7 @@ void bind_model(py::module_& m) {
         [](const ds4::GGUFFile& f, const std::string& arch) { return hparams_dict(ds4::read_ds4_hparams(f, arch)); },
         py::arg("gguf"), py::arg("arch") = ds4::kArchTarget,
         "DeepSeek V4 hyperparameters of a GGUF under `<arch>.` ('deepseek4' or 'deepseek4-dflash-draft')");
+    m.attr("MAX_REWIND") = ds4::Ds4Session::kMaxRewind;  // positions Session.rewind can reach back
     m.def("available_backends", &ds4::available_backends,
           "[(name, 'ok' or why this build or machine cannot run it)] for cpu, cuda, hip");
     m.def(

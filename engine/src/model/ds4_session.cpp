@@ -133,6 +133,11 @@ void Ds4Session::reserve_logits_rows(int64_t rows) {
 }
 
 void Ds4Session::check_tokens(const int32_t* tokens, int64_t n) const {
+    check_ids(tokens, n);
+    check_room(n);
+}
+
+void Ds4Session::check_ids(const int32_t* tokens, int64_t n) const {
     const int64_t V = model_->hparams().n_vocab;
     for (int64_t i = 0; i < n; ++i) {
         if (tokens[i] < 0 || tokens[i] >= V) {
@@ -140,6 +145,9 @@ void Ds4Session::check_tokens(const int32_t* tokens, int64_t n) const {
                                 ") is outside the vocabulary 0.." + std::to_string(V - 1));
         }
     }
+}
+
+void Ds4Session::check_room(int64_t n) const {
     if (pos() + n > opt_.max_ctx) {
         throw ArgumentError("context overflow: position " + std::to_string(pos()) + " + " + std::to_string(n) +
                             " tokens exceeds max_ctx " + std::to_string(opt_.max_ctx));
@@ -293,11 +301,8 @@ std::vector<int32_t> Ds4Session::decode_greedy(int32_t token, int64_t n) {
     if (!opt_.capture_layers.empty()) {
         throw ArgumentError("decode_greedy captures no layer features; this session captures layers: use decode_top");
     }
-    check_tokens(&token, 1);
-    if (pos() + n > opt_.max_ctx) {
-        throw ArgumentError("context overflow: decode_greedy of " + std::to_string(n) + " tokens at position " +
-                            std::to_string(pos()) + " exceeds max_ctx " + std::to_string(opt_.max_ctx));
-    }
+    check_ids(&token, 1);
+    check_room(n);  // the chain feeds token and n - 1 argmaxes
     Backend& be = model_->backend();
     reserve_logits_rows(1);
     ensure_top_buffers();

@@ -133,7 +133,9 @@ private:
     void ensure_top_buffers();  // top_ids_buf_ / top_vals_buf_, once
     // What a recorded step of n tokens at p0 depends on (Backend::begin_step).
     std::vector<int64_t> step_key(int64_t p0, int64_t n, int64_t top_k) const;
-    void check_tokens(const int32_t* tokens, int64_t n) const;
+    void check_tokens(const int32_t* tokens, int64_t n) const;  // check_ids and check_room
+    void check_ids(const int32_t* tokens, int64_t n) const;     // every id in the vocabulary
+    void check_room(int64_t n) const;                           // n more positions fit max_ctx
 
     std::shared_ptr<const Ds4Model> model_;
     Ds4SessionOptions opt_;

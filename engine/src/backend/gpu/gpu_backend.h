@@ -4,8 +4,6 @@
 // implements every operation of the seam; a weight type it has no kernel for throws
 // UnsupportedError naming the operation and tensor, never falling back to the CPU.
 #pragma once
-#include <stdint.h>
-
 #include <memory>
 #include <string>
 
