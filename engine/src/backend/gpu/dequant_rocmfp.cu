@@ -16,6 +16,7 @@
 // One thread per output element: element i lives in block i/32, slot i%32.
 extern "C" __global__ void ds4_dequant_rocmfp_kernel(uint32_t type, const uint8_t* src, float* dst,
                                                      int64_t n_elements) {
+    ds4_kernel_entry();
     const int64_t i = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (i >= n_elements) return;
     const int bytes = ds4::rocmfp::block_bytes(type);

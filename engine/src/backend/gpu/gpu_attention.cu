@@ -279,6 +279,7 @@ __device__ inline void finish_head(const double* acc, double den, const ds4::Rop
 extern "C" __global__ void ds4_attention_kernel(Keys keys, ds4::gpu::StepPos pos, const float* Q, int64_t n_head,
                                                 int64_t D, const float* sinks, ds4::RopeSpec rope, double* scores,
                                                 int64_t ld_scores, int64_t chunk_max_at, int v4, float* O) {
+    ds4_kernel_entry();
     __shared__ double cs[ds4::gpu::kRopeShared];
     __shared__ double red[kThreads * kLanesPerThread];
     __shared__ double l_s;
@@ -308,6 +309,7 @@ extern "C" __global__ void ds4_attention_kernel(Keys keys, ds4::gpu::StepPos pos
 extern "C" __global__ void ds4_attention_chunk_kernel(Keys keys, ds4::gpu::StepPos pos, const float* Q,
                                                       int64_t n_head, int64_t D, double* scores, int64_t ld_scores,
                                                       int64_t nch, int v4, double* part_o, double* part_ml) {
+    ds4_kernel_entry();
     __shared__ double red[kThreads * kLanesPerThread];
     __shared__ double l_s;
     __shared__ const void* key_row[kChunkKeys];
@@ -332,6 +334,7 @@ extern "C" __global__ void ds4_attention_combine_kernel(Keys keys, ds4::gpu::Ste
                                                         int64_t n_head, int64_t D, const float* sinks,
                                                         ds4::RopeSpec rope, int64_t nch, const double* part_o,
                                                         const double* part_ml, float* O) {
+    ds4_kernel_entry();
     __shared__ double cs[ds4::gpu::kRopeShared];
     const int64_t b = ds4_block_x(), p0 = ds4::gpu::pos_of(pos);
     const Head hd = head_of(keys, b, p0, Q, n_head, D);

@@ -557,7 +557,8 @@ public:
         return {{"steps_issued", (int64_t)stats_.issued},
                 {"steps_recorded", (int64_t)stats_.recorded},
                 {"steps_replayed", (int64_t)stats_.replayed},
-                {"step_graphs_held", (int64_t)graphs_.size()}};
+                {"step_graphs_held", (int64_t)graphs_.size()},
+                {"pdl_launches", gpu::pdl_launches() ? 1 : 0}};
     }
 
     void end_step(bool ok) override {

@@ -81,6 +81,22 @@ __device__ inline float ds4_fmaf(float a, float b, float c) { return __fmaf_rn(a
 __device__ inline float ds4_fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 #endif
 
+// The first statement of every kernel. With programmatic dependent launch (CUDA on Hopper
+// and later, gpu_launch.cu pdl_launches) a kernel may be launched while the one before it in
+// the stream still runs: here it waits until that kernel has finished and its writes are
+// visible (griddepcontrol.wait), then lets the next kernel launch (launch_dependents), so the
+// next kernel's blocks are scheduled while this one computes and the gap between two kernels
+// of a step shrinks. The wait comes first and unconditionally: a kernel that returned before
+// it could let the one after it run ahead of this kernel's producer. Launched without the
+// attribute (HIP, older GPUs, DS4KIT_GPU_PDL=never) both are no-ops. tests/gpu_source checks
+// that every kernel begins with it.
+__device__ inline void ds4_kernel_entry() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // *p += v as one atomic operation on a shared-memory int (histograms). The device-only HIP
 // compile has no atomicAdd, so clang's generic builtin there.
 #if DS4_GPU_HAVE_RUNTIME
@@ -110,8 +126,18 @@ __device__ inline void ds4_atomic_add_shared(int* p, int v) { __atomic_fetch_add
 #endif
 
 #if DS4_GPU_HOST_CODE
+namespace ds4 {
+namespace gpu {
+// Whether launches carry programmatic dependent launch (gpu_launch.cu says when).
+bool pdl_launches();
+}  // namespace gpu
+}  // namespace ds4
+
 // kernel<<<grid, block, 0, stream>>>(args...), or HIP-CPU's launch macro (plain C++ has
-// no <<<>>>). A function pointer, so template kernels need no parentheses in macros.
+// no <<<>>>). A function pointer, so template kernels need no parentheses in macros. On CUDA
+// with pdl_launches(), the same launch with the programmatic-serialization attribute
+// (ds4_kernel_entry says what it allows); a failure is left for DS4_GPU_CHECK_LAUNCH, which
+// reads it from cudaGetLastError as it does a <<<>>> launch's.
 template <class... P, class... A>
 inline void ds4_launch(void (*kernel)(P...), dim3 grid, dim3 block, void* stream, A... args) {
 #if defined(__HIP_CPU_RT__)
@@ -119,7 +145,21 @@ inline void ds4_launch(void (*kernel)(P...), dim3 grid, dim3 block, void* stream
 #elif defined(__HIPCC__)
     kernel<<<grid, block, 0, (hipStream_t)stream>>>(args...);
 #else
-    kernel<<<grid, block, 0, (cudaStream_t)stream>>>(args...);
+    if (ds4::gpu::pdl_launches()) {
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = 0;
+        cfg.stream = (cudaStream_t)stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        (void)cudaLaunchKernelEx(&cfg, kernel, args...);
+    } else {
+        kernel<<<grid, block, 0, (cudaStream_t)stream>>>(args...);
+    }
 #endif
 }
 #endif

@@ -113,6 +113,7 @@ template <uint32_t TYPE>
 __global__ void ds4_hc_mix_partial_kernel(const uint8_t* fn, uint64_t row_bytes, int wide, int64_t F, int64_t n_mix,
                                           const float* X, int x4, const uint64_t* grid, float* part,
                                           double* part_ss) {
+    ds4_kernel_entry();
     __shared__ float sums[kMixRowsPerThread * kMixThreads];
     __shared__ double ss_sums[kMixThreads];
     const int t = (int)ds4_thread_x(), lane = t % kMixLanes, rg = t / kMixLanes;
@@ -183,6 +184,7 @@ __device__ inline float mix_value(const float* part, const double* part_ss, int6
 extern "C" __global__ void ds4_hc_collapse_kernel(const float* part, const double* part_ss, int64_t S, int64_t n_mix,
                                                   double rms_eps, const float* X, int64_t n_hc, int64_t E,
                                                   const float* scale, const float* base, double hc_eps, float* out) {
+    ds4_kernel_entry();
     __shared__ double w[kMaxHc];
     const int64_t t = ds4_block_x();
     for (int64_t h = ds4_thread_x(); h < n_hc; h += ds4_block_dim_x()) {
@@ -197,6 +199,7 @@ extern "C" __global__ void ds4_hc_collapse_kernel(const float* part, const doubl
 extern "C" __global__ void ds4_hc_split_kernel(const float* part, const double* part_ss, int64_t S, int64_t n_mix,
                                                double rms_eps, int64_t n_hc, int64_t E, const float* scale,
                                                const float* base, int64_t iters, double hc_eps, double* split) {
+    ds4_kernel_entry();
     __shared__ float m[kMaxSplit];
     __shared__ double sp[kMaxSplit];
     __shared__ double tmp[kMaxHc * kMaxHc];

@@ -42,6 +42,7 @@ constexpr int kScoreSmem = 11 * 1024;  // 44 KB (+ 2 KB of dots): under CUDA's 4
 extern "C" __global__ void ds4_indexer_scores_kernel(const uint16_t* idx_rows, ds4::gpu::StepPos p0, const float* q,
                                                      const float* w, int64_t n, int64_t n_head, int64_t d,
                                                      int64_t top_k, double* scores, int64_t ld) {
+    ds4_kernel_entry();
     __shared__ float smem[kScoreSmem];
     __shared__ double dots[kThreads];
     const int64_t i = ds4_block_y();
@@ -104,6 +105,7 @@ __device__ inline int block_exclusive_scan(int v, int* buf, int* sum) {
 // ascending order, or every visible row when there are at most top_k.
 extern "C" __global__ void ds4_indexer_topk_kernel(ds4::gpu::StepPos p0, int64_t top_k, const double* scores,
                                                    int64_t ld, int32_t* selected) {
+    ds4_kernel_entry();
     __shared__ int hist[kBins];
     __shared__ int scan[kThreads];
     __shared__ uint64_t found_prefix;

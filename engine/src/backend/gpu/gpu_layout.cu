@@ -9,6 +9,7 @@
 // One thread per block: block b of row r (34 bytes at src + r * 34 nb + 34 b: f16 scale,
 // 32 codes) to the codes at dst_r + 32 b and the scale at dst_r + 32 nb + 2 b.
 extern "C" __global__ void ds4_q8_0_split_kernel(const uint8_t* src, uint8_t* dst, int64_t n_rows, int64_t nb) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n_rows * nb) return;
     const int64_t r = k / nb, b = k % nb, row_bytes = 34 * nb;

@@ -17,6 +17,7 @@ struct alignas(16) Vec4 {
 
 // stride: the launch's threads (blocks x kLimitThreads).
 extern "C" __global__ void ds4_limits_read_kernel(const Vec4* src, int64_t n, int64_t stride, float* sink) {
+    ds4_kernel_entry();
     float s = 0.0f;
     for (int64_t i = (int64_t)ds4_block_x() * kLimitThreads + ds4_thread_x(); i < n; i += stride) {
         const Vec4 v = src[i];
@@ -26,6 +27,7 @@ extern "C" __global__ void ds4_limits_read_kernel(const Vec4* src, int64_t n, in
 }
 
 extern "C" __global__ void ds4_limits_copy_kernel(const Vec4* src, Vec4* dst, int64_t n, int64_t stride) {
+    ds4_kernel_entry();
     for (int64_t i = (int64_t)ds4_block_x() * kLimitThreads + ds4_thread_x(); i < n; i += stride) dst[i] = src[i];
 }
 }  // namespace

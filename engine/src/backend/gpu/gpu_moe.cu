@@ -54,6 +54,7 @@ __device__ inline Group slot_group(const int32_t* active, const int32_t* n_activ
 extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n_pairs, int64_t NX, int32_t* count,
                                                int32_t* start, int32_t* col_of, int32_t* tok_of, int32_t* active,
                                                int32_t* n_active, int64_t K, int* fault) {
+    ds4_kernel_entry();
     __shared__ int32_t cnt[kPlanMaxExperts], cols[kPlanMaxExperts], chosen[kPlanMaxExperts];
     __shared__ int bad;
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
@@ -125,6 +126,7 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_kernel(const uint8_t* gate, const
                                        const int32_t* n_active, const int32_t* count, const int32_t* start,
                                        const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act,
                                        const uint64_t* grid, int L, int wide, int x4) {
+    ds4_kernel_entry();
     constexpr int R = 2 * RH;
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group<NC>(active, n_active, count, start, ds4_block_y(), n_tokens);
@@ -168,6 +170,7 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_down_kernel(const uint8_t* down, uint64_t
                                     const float* act, const int32_t* active, const int32_t* n_active,
                                     const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
                                     const uint64_t* grid, int L, int wide, int x4) {
+    ds4_kernel_entry();
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const Group grp = slot_group<NC>(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;
@@ -218,6 +221,7 @@ DS4_GPU_FOR_EACH_TYPE(DS4_MOE_INSTANCES)
 extern "C" __global__ void ds4_moe_combine_kernel(const float* out, const float* out_sh, const int32_t* col_of,
                                                   const float* weights, int64_t n_tokens, int64_t K, int64_t E,
                                                   float* y) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n_tokens * E) return;
     const int64_t i = k / E, d = k % E;

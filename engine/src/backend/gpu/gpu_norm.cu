@@ -20,6 +20,7 @@ constexpr int kScaleThreads = 256;
 }  // namespace
 
 extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, int64_t n, double eps, float* y) {
+    ds4_kernel_entry();
     __shared__ double part[kNormThreads];
     __shared__ double scale;
     const int t = (int)ds4_thread_x();
@@ -39,11 +40,13 @@ extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, i
 }
 
 extern "C" __global__ void ds4_scale_kernel(float* x, int64_t n, double s) {
+    ds4_kernel_entry();
     const int64_t i = (int64_t)ds4_block_x() * kScaleThreads + ds4_thread_x();
     if (i < n) x[i] = (float)((double)x[i] * s);
 }
 
 extern "C" __global__ void ds4_add_kernel(float* y, const float* x, int64_t n) {
+    ds4_kernel_entry();
     const int64_t i = (int64_t)ds4_block_x() * kScaleThreads + ds4_thread_x();
     if (i < n) y[i] = y[i] + x[i];
 }

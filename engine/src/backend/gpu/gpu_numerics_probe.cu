@@ -17,6 +17,7 @@
 // u_to_f32, s8_to_f32, magic_byte_to_f32 of byte 1, and of an int8 stored + 128).
 extern "C" __global__ void ds4_numerics_probe_kernel(int op, float* xf, double* xd, int64_t n_rows, int64_t n,
                                                      ds4::RopeSpec rope) {
+    ds4_kernel_entry();
     const int64_t row = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (row >= n_rows) return;
     float* f = xf + row * n;
@@ -48,6 +49,7 @@ extern "C" __global__ void ds4_numerics_probe_kernel(int op, float* xf, double* 
 // compressor and the indexer run it), a block per row, n <= kProbeRow.
 constexpr int kProbeRow = 1024;
 extern "C" __global__ void ds4_numerics_probe_block_kernel(double* xd, int64_t n) {
+    ds4_kernel_entry();
     __shared__ double row[kProbeRow];
     double* d = xd + (int64_t)ds4_block_x() * n;
     for (int64_t i = ds4_thread_x(); i < n; i += ds4_block_dim_x()) row[i] = d[i];

@@ -23,6 +23,7 @@ constexpr int kRouteMaxExperts = 2048;  // biased routing scores one block holds
 template <uint32_t TYPE>
 __global__ void ds4_embed_kernel(const uint8_t* table, uint64_t row_bytes, int64_t n_table, int64_t E,
                                  const int32_t* tokens, int64_t n_copies, float* X, const uint64_t* grid, int* fault) {
+    ds4_kernel_entry();
     const int64_t i = ds4_block_x();
     const int32_t tok = tokens[i];
     if (tok < 0 || tok >= n_table) {
@@ -50,6 +51,7 @@ DS4_GPU_FOR_EACH_TYPE(DS4_EMBED_INSTANCE)
 // one block had kept it busy with their pairs long after the angles).
 extern "C" __global__ void ds4_rope_tail_kernel(float* x, int64_t rows_per_token, int64_t row_len,
                                                 ds4::gpu::StepPos pos0, ds4::RopeSpec spec, int inverse) {
+    ds4_kernel_entry();
     __shared__ double cs[ds4::gpu::kRopeShared];
     const int64_t i = ds4_block_x(), r0 = (int64_t)ds4_block_y() * kRopeRows;
     const int64_t rows = rows_per_token - r0 < kRopeRows ? rows_per_token - r0 : kRopeRows;
@@ -65,6 +67,7 @@ extern "C" __global__ void ds4_rope_tail_kernel(float* x, int64_t rows_per_token
 // the block's amax (order-free) from shared memory, then each value rounded on its own
 // (core/numerics.h fp8_e4m3_round_trip, split into its two steps).
 extern "C" __global__ void ds4_fp8_kv_kernel(float* x, int64_t n_rows, int64_t n, int64_t n_rot) {
+    ds4_kernel_entry();
     __shared__ float v[64];
     const int64_t m = n - n_rot, per_row = (m + 63) / 64;
     const int64_t r = ds4_block_x() / per_row, off = (ds4_block_x() % per_row) * 64;
@@ -81,6 +84,7 @@ extern "C" __global__ void ds4_fp8_kv_kernel(float* x, int64_t n_rows, int64_t n
 
 // Block r: Hadamard of row r in double (gpu_math.h hadamard_block), then FP4 per 32.
 extern "C" __global__ void ds4_indexer_transform_kernel(float* x, int64_t d, int fp4) {
+    ds4_kernel_entry();
     __shared__ double tmp[kMaxIdxDim];
     float* row = x + (int64_t)ds4_block_x() * d;
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
@@ -96,6 +100,7 @@ extern "C" __global__ void ds4_indexer_transform_kernel(float* x, int64_t d, int
 // One thread per (token, stream j, element): X_out_j = post_j y + sum_r M[r][j] X_r (double).
 extern "C" __global__ void ds4_hc_post_kernel(const float* y, const float* X, int64_t n_tokens, int64_t n_hc,
                                               int64_t E, const double* split, float* X_out) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n_tokens * n_hc * E) return;
     const int64_t t = k / (n_hc * E), j = (k / E) % n_hc, i = k % E;
@@ -111,6 +116,7 @@ extern "C" __global__ void ds4_hc_post_kernel(const float* y, const float* X, in
 // One thread per (token, element): the mean of the streams, summed in h order in double.
 extern "C" __global__ void ds4_hc_mean_kernel(const float* X, int64_t n_tokens, int64_t n_hc, int64_t E, float* out,
                                               int64_t ldo) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n_tokens * E) return;
     const int64_t t = k / E, i = k % E;
@@ -121,9 +127,10 @@ extern "C" __global__ void ds4_hc_mean_kernel(const float* X, int64_t n_tokens, 
 
 // The step position word (gpu_step_pos.h): a kernel, so it is ordered with the stream and
 // needs no host buffer that must outlive the call.
-extern "C" __global__ void ds4_set_pos_kernel(int64_t* word, int64_t v) { *word = v; }
+extern "C" __global__ void ds4_set_pos_kernel(int64_t* word, int64_t v) { ds4_kernel_entry(); *word = v; }
 
 extern "C" __global__ void ds4_fill_kernel(float* x, int64_t n, float v) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k < n) x[k] = v;
 }
@@ -146,6 +153,7 @@ extern "C" __global__ void ds4_route_kernel(const float* logits, const int32_t* 
                                             int64_t K, const int32_t* hash, int64_t hash_rows, int64_t hash_stride,
                                             const float* bias, int normalise, double scale, int32_t* experts,
                                             float* weights, int* fault) {
+    ds4_kernel_entry();
     __shared__ double v[kRouteMaxExperts];
     const int64_t i = ds4_block_x();
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();

@@ -20,6 +20,7 @@ constexpr float kScoreInit = -1e30f;  // positions before 0 (D's initial state)
 // One thread per (token, element): ring[(p0 + i) % ring_rows] = F16(kv_i).
 extern "C" __global__ void ds4_kv_store_kernel(const float* kv, int64_t n, int64_t D, ds4::gpu::StepPos p0,
                                                int64_t ring_rows, uint16_t* ring) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n * D) return;
     const int64_t i = k / D, j = k % D;
@@ -30,6 +31,7 @@ extern "C" __global__ void ds4_kv_store_kernel(const float* kv, int64_t n, int64
 extern "C" __global__ void ds4_compress_store_kernel(const float* kappa, const float* gate, int64_t ld, int64_t n,
                                                      ds4::gpu::StepPos p0, int64_t W, int64_t ratio, const float* ape,
                                                      int64_t rows, float* ring_kv, float* ring_score) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n * W) return;
     const int64_t i = k / W, j = k % W, p = ds4::gpu::pos_of(p0) + i;
@@ -46,6 +48,7 @@ extern "C" __global__ void ds4_compress_rows_kernel(ds4::gpu::StepPos p0, int64_
                                                     int64_t rows, int64_t W, int64_t Dc, const float* ring_kv,
                                                     const float* ring_score, const float* norm, double eps,
                                                     ds4::RopeSpec rope, int64_t n_rot, int mode, uint16_t* out) {
+    ds4_kernel_entry();
     __shared__ float row[kMaxRowDim];
     __shared__ double red[kPoolThreads];
     __shared__ double cs[ds4::gpu::kRopeShared];
@@ -119,10 +122,12 @@ extern "C" __global__ void ds4_compress_rows_kernel(ds4::gpu::StepPos p0, int64_
 
 // Widening of F16 rows to float (a state image) and back.
 extern "C" __global__ void ds4_f16_to_f32_kernel(const uint16_t* src, float* dst, int64_t n) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k < n) dst[k] = ds4::f16_to_f32(src[k]);
 }
 extern "C" __global__ void ds4_f32_to_f16_kernel(const float* src, uint16_t* dst, int64_t n) {
+    ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k < n) dst[k] = ds4::f32_to_f16(src[k]);
 }

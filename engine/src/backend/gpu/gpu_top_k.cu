@@ -17,6 +17,7 @@ struct MaxWord {
 };
 
 extern "C" __global__ void ds4_row_top_k_kernel(const float* x, int64_t n, int64_t k, int32_t* ids, float* vals) {
+    ds4_kernel_entry();
     __shared__ uint64_t best[kThreads];
     const int64_t r = ds4_block_x();
     const int t = (int)ds4_thread_x();

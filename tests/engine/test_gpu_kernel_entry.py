@@ -1,0 +1,85 @@
+"""Every GPU kernel begins with ds4_kernel_entry() (gpu_compat.h). With programmatic dependent
+launch a kernel may start while the one before it in the stream still runs; only the entry's
+wait keeps it from reading that kernel's output early, and a kernel that skipped it would let
+its successors run ahead of its producer. A race like that shows up on a GPU as bits that
+change from run to run, so it is caught here, in the source, on every machine."""
+import re
+from pathlib import Path
+
+GPU_SRC = Path(__file__).resolve().parents[2] / "engine" / "src" / "backend" / "gpu"
+
+
+def kernel_bodies(text: str):
+    """(name, body start) of every __global__ definition (explicit instantiations skipped)."""
+    for m in re.finditer(r"__global__", text):
+        line = text[text.rfind("\n", 0, m.start()) + 1 : m.end()]
+        if "template __global__" in line:
+            continue
+        paren = text.index("(", m.end())
+        name = text[m.end() : paren].split()[-1]
+        depth, j = 0, paren
+        while True:
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        brace = text.index("{", j)
+        assert text[j + 1 : brace].strip() == "", f"unexpected text before the body of {name}"
+        yield name, text[brace + 1 :]
+
+
+# Kernels that do work before the entry, and the only calls that work may make: reads of the
+# weights (no kernel writes them), never of a buffer another kernel produces.
+BEFORE_ENTRY = {"ds4_matmul_kernel": {"prefetch_rows_l2"}}
+
+
+def statements(body: str):
+    """The body's statements up to its end, comments and __shared__ declarations skipped."""
+    depth, cut = 0, len(body)
+    for i, ch in enumerate(body):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            cut = i
+            break
+    body = re.sub(r"//[^\n]*", "", body[:cut])
+    return [s.strip() for s in body.split(";") if s.strip() and not s.strip().startswith("__shared__")]
+
+
+def first_statement(body: str) -> str:
+    stmts = statements(body)
+    return stmts[0] if stmts else ""
+
+
+def calls_before_entry(body: str) -> set[str]:
+    """The functions called before ds4_kernel_entry() (None if it is never called)."""
+    before = []
+    for stmt in statements(body):
+        if stmt == "ds4_kernel_entry()":
+            return {c.split("::")[-1] for c in re.findall(r"([A-Za-z_][\w:]*)\s*(?:<[^<>]*>)?\s*\(", " ".join(before))}
+        before.append(stmt)
+    return None
+
+
+def test_every_kernel_starts_with_the_entry():
+    kernels, missing = [], []
+    for path in sorted(GPU_SRC.glob("*.cu")):
+        for name, body in kernel_bodies(path.read_text()):
+            kernels.append(name)
+            if first_statement(body) == "ds4_kernel_entry()":
+                continue
+            calls = calls_before_entry(body)
+            allowed = BEFORE_ENTRY.get(name, set())
+            if calls is None or not allowed or not calls <= allowed | {"for", "if", "group_row", "dot_lanes_of_thread"}:
+                missing.append(f"{path.name}: {name} begins with {first_statement(body)[:60]!r} (calls before "
+                               f"the entry: {sorted(calls) if calls is not None else 'no entry at all'})")
+    assert len(kernels) >= 30, f"found only {len(kernels)} kernels: the parser lost some"
+    assert not missing, "kernels that do not begin with ds4_kernel_entry():\n" + "\n".join(missing)
+
+
+def test_the_check_sees_a_missing_entry():
+    text = "extern \"C\" __global__ void k(int* p) {\n    __shared__ int s;\n    *p = 1;\n}\n"
+    [(name, body)] = list(kernel_bodies(text))
+    assert name == "k" and first_statement(body) == "*p = 1" and calls_before_entry(body) is None
+    text = "__global__ void m() {\n    f(load(x));\n    ds4_kernel_entry();\n}\n"
+    [(_, body)] = list(kernel_bodies(text))
+    assert calls_before_entry(body) == {"f", "load"}
