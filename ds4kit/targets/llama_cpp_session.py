@@ -32,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
-MAX_REWIND = 32   # as ds4kit.engine.Session.max_rewind
+from ds4kit.engine.native import engine_module
+
+MAX_REWIND = engine_module().MAX_REWIND   # ours (Ds4Session::kMaxRewind), so both sessions rewind alike
 _SEQ = 0          # the one sequence id a session uses
 
 

@@ -15,6 +15,11 @@ from ds4kit.engine import Model
 MAX_REWIND = 32
 
 
+def test_engine_states_the_reach_the_design_gives():
+    # Python (greedy_chain, the prefix-cache probe's reach, the llama.cpp session) reads it from here.
+    assert _engine.MAX_REWIND == MAX_REWIND
+
+
 @pytest.fixture(scope="module")
 def tiny():
     # ratios 0,0,4,128,4; window 16 (wraps every 16 positions); indexer top_k 2 (selects early).

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 INC = REPO / "engine" / "src"
 PROBE = INC / "backend" / "gpu" / "gpu_numerics_probe.cu"
 HARNESS = Path(__file__).with_name("gpu_numerics_harness.cu")
+LAUNCH = INC / "backend" / "gpu" / "gpu_launch.cu"  # ds4_launch's pdl_launches()
 ROPE_MAX_ULP = 8
 
 
@@ -37,7 +38,7 @@ def _have_cuda_gpu() -> bool:
 
 
 def _nvcc(arch, exe):
-    return ["nvcc", "-std=c++17", f"-arch={arch}", "--fmad=false", "-I", INC, PROBE, HARNESS, "-o", exe]
+    return ["nvcc", "-std=c++17", f"-arch={arch}", "--fmad=false", "-I", INC, PROBE, LAUNCH, HARNESS, "-o", exe]
 
 
 def test_harness_compiles_for_sm90(tmp_path):

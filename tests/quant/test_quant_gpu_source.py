@@ -14,6 +14,7 @@ from quant_rocmfp_reference import LAYOUT, dequantize as ref_dequantize
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = Path(__file__).with_name("quant_gpu_harness.cu")
 SRC = REPO / "engine" / "src" / "backend" / "gpu" / "dequant_rocmfp.cu"
+LAUNCH = REPO / "engine" / "src" / "backend" / "gpu" / "gpu_launch.cu"  # ds4_launch's pdl_launches()
 INC = REPO / "engine" / "src"
 
 
@@ -30,7 +31,7 @@ def test_compiles_for_cuda_sm90(tmp_path):
     syms = subprocess.run(["nm", obj], capture_output=True, text=True).stdout
     assert "ds4_dequant_rocmfp_kernel" in syms and "ds4_gpu_dequant_rocmfp" in syms
     # The GPU comparison harness must build too (it only runs where a GPU exists).
-    _run(["nvcc", "-std=c++17", "-arch=sm_90", "-I", INC, SRC, HARNESS, "-o", tmp_path / "harness"])
+    _run(["nvcc", "-std=c++17", "-arch=sm_90", "-I", INC, SRC, LAUNCH, HARNESS, "-o", tmp_path / "harness"])
 
 
 def test_compiles_for_hip_gfx1151(tmp_path):
@@ -55,7 +56,7 @@ def _have_cuda_gpu() -> bool:
 @pytest.mark.skipif(not _have_cuda_gpu(), reason="no CUDA GPU (nvcc + nvidia-smi)")
 def test_gpu_output_matches_reference(tmp_path):
     exe = tmp_path / "harness"
-    _run(["nvcc", "-std=c++17", "-arch=native", "-I", INC, SRC, HARNESS, "-o", exe])
+    _run(["nvcc", "-std=c++17", "-arch=native", "-I", INC, SRC, LAUNCH, HARNESS, "-o", exe])
     rng = np.random.default_rng(5)
     for type_id, (block_bytes, _, _) in sorted(LAYOUT.items()):
         raw = rng.integers(0, 256, size=300 * block_bytes, dtype=np.uint8)

@@ -18,7 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-REWIND_REACH = 32  # Ds4Session::kMaxRewind: positions a session can take back after a restore
+from ds4kit.engine.native import engine_module
+
+# Ds4Session::kMaxRewind: positions a session can take back after a restore. A design constant
+# of the engine, not the cache's bookkeeping, so reading it keeps the probe independent.
+REWIND_REACH = engine_module().MAX_REWIND
 
 
 @dataclass

@@ -88,7 +88,7 @@ __device__ inline float ds4_fmaf(float a, float b, float c) { return __builtin_f
 // next kernel's blocks are scheduled while this one computes and the gap between two kernels
 // of a step shrinks. The wait comes first and unconditionally: a kernel that returned before
 // it could let the one after it run ahead of this kernel's producer. Launched without the
-// attribute (HIP, older GPUs, DS4KIT_GPU_PDL=never) both are no-ops. tests/gpu_source checks
+// attribute (HIP, older GPUs, DS4KIT_GPU_PDL=never) both are no-ops. tests/engine/test_gpu_kernel_entry.py checks
 // that every kernel begins with it.
 __device__ inline void ds4_kernel_entry() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

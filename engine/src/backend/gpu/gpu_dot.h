@@ -92,20 +92,6 @@ __device__ inline int64_t group_row(const Lanes& ln, int R) {
     return ((int64_t)ds4_block_x() * (kDotBlock / ln.L) + ln.group) * R;
 }
 
-// Asks L2 for the first lines of a group's R rows (lane l: line l of each row, up to the row's
-// end), the lines the group's first loads read. A hint: no value depends on it. CUDA only.
-template <int R>
-__device__ inline void prefetch_rows_l2(const uint8_t* const* rows, uint64_t row_bytes, const Lanes& ln) {
-#if defined(__CUDA_ARCH__)
-    const uint64_t off = (uint64_t)ln.lane * 128u;
-    if (off < row_bytes) {
-        for (int r = 0; r < R; ++r) asm volatile("prefetch.global.L2 [%0];" ::"l"(rows[r] + off));
-    }
-#else
-    (void)rows, (void)row_bytes, (void)ln;
-#endif
-}
-
 // The 8 products of a chunk with column values xv, summed in element order by fma from 0.
 // Constant trip counts keep w and xv in registers (a loop to `len` puts them on the stack;
 // so does a loop over the chunks in flight that is not unrolled, hence the pragmas below).

@@ -21,21 +21,18 @@ constexpr int kCols = ds4::gpu::kNarrowCols;  // the widest column batch (a veri
 template <int NC, int R, uint32_t TYPE>
 __global__ void DS4_DOT_BOUNDS ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X,
                                   int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int L, int wide,
-                                  int x4, int64_t x_group_rows, int64_t x_group_stride, int prefetch) {
+                                  int x4, int64_t x_group_rows, int64_t x_group_stride) {
+    ds4_kernel_entry();
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, R);
-    const uint8_t* rows[R];  // rows past the matrix repeat its last row; their sums are dropped
-    for (int r = 0; r < R; ++r) rows[r] = W + (uint64_t)(r0 + r < n_rows ? r0 + r : n_rows - 1) * row_bytes;
-    // The weights are no kernel's output, so the group's first lines may be asked into L2
-    // before the entry's wait: with programmatic launch that overlaps the kernel before.
-    if (prefetch) ds4::gpu::prefetch_rows_l2<R>(rows, row_bytes, ln);
-    ds4_kernel_entry();
     const int c_first = (int)ds4_block_y() * NC;
     const int nc = ncols - c_first < NC ? ncols - c_first : NC;
     const float* Xg = X + (r0 < n_rows ? r0 / x_group_rows : 0) * x_group_stride;
     const float* x[NC];
     for (int c = 0; c < NC; ++c) x[c] = Xg + (int64_t)(c_first + (c < nc ? c : 0)) * ldx;
+    const uint8_t* rows[R];  // rows past the matrix repeat its last row; their sums are dropped
+    for (int r = 0; r < R; ++r) rows[r] = W + (uint64_t)(r0 + r < n_rows ? r0 + r : n_rows - 1) * row_bytes;
     float acc[R * NC], out[R * NC];
     for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
     if (r0 < n_rows) ds4::gpu::group_dot<NC, R, TYPE>(rows, n, ln, wide != 0, x, nc, x4 != 0, grid, acc);
@@ -54,7 +51,7 @@ __global__ void DS4_DOT_BOUNDS ds4_matmul_kernel(const uint8_t* W, uint64_t row_
 #define DS4_MATMUL_SIG(NC, R, T)                                                                                   \
     template __global__ void ds4_matmul_kernel<NC, R, T>(const uint8_t*, uint64_t, int64_t, int64_t, const float*,    \
                                                          int64_t, int, float*, int64_t, const uint64_t*, int, int, int, \
-                                                         int64_t, int64_t, int);
+                                                         int64_t, int64_t);
 #define DS4_MATMUL_NC(NC, T) DS4_MATMUL_SIG(NC, 1, T) DS4_MATMUL_SIG(NC, max_group_rows<NC>(), T)
 #define DS4_MATMUL_INSTANCES(T) \
     DS4_MATMUL_NC(1, T) DS4_MATMUL_NC(2, T) DS4_MATMUL_NC(4, T) DS4_MATMUL_NC(8, T) DS4_MATMUL_SIG(kWideCols, kWideRows, T)
@@ -75,15 +72,8 @@ namespace gpu {
 
 namespace {
 
-// Whether matmuls ask their first weight lines into L2 before waiting for the kernel before
-// them: only where that kernel can still be running (programmatic launch). Changes no bit.
-// DS4KIT_GPU_PREFETCH=auto|never (never: to measure what it buys).
-bool prefetch_weights() {
-    return pdl_launches() && env_choice("DS4KIT_GPU_PREFETCH", {"auto", "never"}) == 0;
-}
-
 using MatmulKernel = void (*)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
-                             const uint64_t*, int, int, int, int64_t, int64_t, int);
+                             const uint64_t*, int, int, int, int64_t, int64_t);
 
 // The kernel for NC columns with R = 1 or max_group_rows<NC>() rows per group.
 template <int NC, uint32_t T>
@@ -130,7 +120,7 @@ void launch_type(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows
     }
     const dim3 g(dot_row_blocks(n_rows, L, R), (unsigned)((ncols + NC - 1) / NC));
     ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4,
-               x_group_rows, x_group_stride, prefetch_weights() ? 1 : 0);
+               x_group_rows, x_group_stride);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
 }
 
