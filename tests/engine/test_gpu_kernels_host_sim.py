@@ -4,7 +4,9 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
   top-k selection against a stable sort (ties at the cut, -0 beside +0, all equal, 16K rows,
   several tokens a launch);
 - gpu_top_k.cu (top_k_sim.cpp): Backend::row_top_k against a stable sort (rows of 1 to 129280
-  values, ties, NaN, -0/+0, infinities, k up to 64).
+  values, ties, NaN, -0/+0, infinities, k up to 64);
+- gpu_hc.cu's collapse-and-norm kernel (hc_norm_sim.cpp): bit for bit the two kernels it
+  replaces (hc_collapse, then rms_norm), rows of 300 to 8192 values, 1 to 16 streams.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -20,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "tests" / "gpu_host_sim"
 
 
-@pytest.mark.parametrize("driver, cases", [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6)])
+@pytest.mark.parametrize("driver, cases", [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7)])
 def test_kernels_on_the_host(tmp_path, driver, cases):
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
     assert cxx, "no C++ compiler (g++ or clang++) to build the host simulation"

@@ -53,9 +53,11 @@ EXACT_OPS = {"scale", "copy"}
 # hc_post's and hc_mean's double sums). rope_tail and route: the device libm's cos/sin and
 # exp/log1p may differ from glibc's in the last double bit, which can flip a float rounding:
 # nerr far below 1e-6. hc_pre, hc_head and moe go through matmul (float accumulation): as
-# MATMUL_NERR. route must also pick the same experts (bitwise_cols_ok).
+# MATMUL_NERR; hc_pre_norm too (the norm scales the row, its relative error stays). route must
+# also pick the same experts (bitwise_cols_ok).
 OTHER_OPS_NERR = {"embed": 0.0, "add": 0.0, "row_top_k": 0.0, "fp8_kv_round_trip": 0.0, "indexer_transform": 0.0, "hc_post": 0.0, "hc_mean": 0.0,
-                  "rope_tail": 1e-6, "route": 1e-6, "hc_pre": MATMUL_NERR, "hc_head": MATMUL_NERR,
+                  "rope_tail": 1e-6, "route": 1e-6, "hc_pre": MATMUL_NERR, "hc_pre_norm": MATMUL_NERR,
+                  "hc_head": MATMUL_NERR,
                   "moe": MATMUL_NERR}
 
 

@@ -248,6 +248,16 @@ public:
                         const WeightView& scale, const WeightView& base, int64_t sinkhorn_iters, double hc_eps,
                         double rms_eps, Dev<float> u, Dev<double> split) = 0;
 
+    // hc_pre, then u = rms_norm(u, &norm, E, n_tokens, rms_eps): what both sublayers of a block
+    // begin with. An override (the GPU's one kernel for the collapse and the norm) must give
+    // these two calls' bits.
+    virtual void hc_pre_norm(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                             const WeightView& scale, const WeightView& base, int64_t sinkhorn_iters, double hc_eps,
+                             double rms_eps, const WeightView& norm, Dev<float> u, Dev<double> split) {
+        hc_pre(X, n_tokens, n_hc, E, fn, scale, base, sinkhorn_iters, hc_eps, rms_eps, u, split);
+        rms_norm(u, &norm, E, n_tokens, rms_eps, u);
+    }
+
     // HC-post of n_tokens tokens: X_out_j = post_j * y + sum_r M[r][j] X_r (X_out may not alias X).
     virtual void hc_post(Dev<const float> y, Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E,
                          Dev<const double> split, Dev<float> X_out) = 0;

@@ -15,7 +15,8 @@
 //   scale, copy  one case each (both must be exact).
 //   embed, rope_tail (plain and inverse, two layers' RoPE), fp8_kv_round_trip,
 //             indexer_transform (with and without FP4), hc_pre (u and split, each token
-//             bitwise as computed alone), hc_post, hc_head, hc_mean, route (a hash layer and a
+//             bitwise as computed alone), hc_pre_norm (on B bitwise hc_pre then rms_norm),
+//             hc_post, hc_head, hc_mean, route (a hash layer and a
 //             biased one: the experts must be the same, the weights are compared), moe (the last
 //             layer, each token bitwise as computed alone): backend_compare_ops.cpp.
 #pragma once

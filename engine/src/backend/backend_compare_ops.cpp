@@ -228,6 +228,32 @@ void hc_cases(Cases& c) {
         c.record("hc_pre", L.hc_attn_fn.name + " (split)", "F64", (int)n, SS, doubles_as_floats(ya[1]),
                  doubles_as_floats(yb[1]), ok, note);
     }
+    // hc_pre_norm: u normalised by the attention norm, A against B; on B bitwise hc_pre then
+    // rms_norm (an override that fuses them, the GPU's, must keep the two calls' bits).
+    {
+        auto r = c.rng();
+        const Words X = random_input(r, (size_t)(n * HC * E));
+        auto go = [&](Backend& be, bool fused) {
+            return run_bufs(be, {X}, {(size_t)(n * E), (size_t)(2 * n * SS)},
+                            [&](std::vector<Dev<float>>& in, std::vector<Dev<float>>& o) {
+                                if (fused) {
+                                    be.hc_pre_norm(Dev<const float>(in[0]), n, HC, E, L.hc_attn_fn, L.hc_attn_scale,
+                                                   L.hc_attn_base, hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps,
+                                                   L.attn_norm, o[0], dbl(o[1]));
+                                } else {
+                                    be.hc_pre(Dev<const float>(in[0]), n, HC, E, L.hc_attn_fn, L.hc_attn_scale,
+                                              L.hc_attn_base, hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps, o[0],
+                                              dbl(o[1]));
+                                    be.rms_norm(o[0], &L.attn_norm, E, n, hp.rms_eps, o[0]);
+                                }
+                            });
+        };
+        const std::vector<Words> ya = go(c.a, true), yb = go(c.b, true), yb2 = go(c.b, false);
+        const bool ok = std::memcmp(yb[0].data(), yb2[0].data(), yb[0].size() * 4) == 0 &&
+                        std::memcmp(yb[1].data(), yb2[1].data(), yb[1].size() * 4) == 0;
+        c.record("hc_pre_norm", L.attn_norm.name + " (u)", "F32", (int)n, E, ya[0], yb[0], ok,
+                 ok ? "" : "backend B differs from its hc_pre then rms_norm");
+    }
     // hc_post with a split of positive weights.
     {
         auto r = c.rng();

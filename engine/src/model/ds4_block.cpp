@@ -63,13 +63,12 @@ void Ds4BlockRunner::attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, 
     const int64_t E = hp_.n_embd, HC = hp_.n_hc, H = hp_.n_head, D = hp_.head_dim, QR = hp_.q_lora_rank;
     const int64_t r = lw.ratio, C = (r == 4 ? 2 : 1) * D, di = hp_.idx_head_dim;
     {
-        PhaseScope ps(clock_, Phase::hc_pre);
-        be_.hc_pre(a.X, n, HC, E, lw.hc_attn_fn, lw.hc_attn_scale, lw.hc_attn_base, hp_.sinkhorn_iters, hp_.hc_eps,
-                   hp_.rms_eps, a.h, a.split);
+        PhaseScope ps(clock_, Phase::hc_pre);  // with the attention norm of the collapsed row
+        be_.hc_pre_norm(a.X, n, HC, E, lw.hc_attn_fn, lw.hc_attn_scale, lw.hc_attn_base, hp_.sinkhorn_iters,
+                        hp_.hc_eps, hp_.rms_eps, lw.attn_norm, a.h, a.split);
     }
     // Projections of every token of the block (columns).
     PhaseScope ps(clock_, Phase::attn_proj);
-    be_.rms_norm(a.h, &lw.attn_norm, E, n, hp_.rms_eps, a.h);
     be_.matmul(lw.attn_q_a, 0, QR, a.h, E, (int)n, a.q_lat, QR);
     be_.rms_norm(a.q_lat, &lw.attn_q_a_norm, QR, n, hp_.rms_eps, a.q_lat);
     be_.matmul(lw.attn_q_b, 0, H * D, a.q_lat, QR, (int)n, a.Q, H * D);
@@ -154,13 +153,12 @@ void Ds4BlockRunner::attn_output(const Ds4LayerWeights& lw, Ds4Activations& a, i
 void Ds4BlockRunner::ffn(const Ds4LayerWeights& lw, int64_t il, Ds4Activations& a, int64_t n) {
     const int64_t E = hp_.n_embd, HC = hp_.n_hc, NX = hp_.n_expert, K = hp_.n_expert_used;
     {
-        PhaseScope ps(clock_, Phase::hc_pre);
-        be_.hc_pre(a.X, n, HC, E, lw.hc_ffn_fn, lw.hc_ffn_scale, lw.hc_ffn_base, hp_.sinkhorn_iters, hp_.hc_eps,
-                   hp_.rms_eps, a.h, a.split);
+        PhaseScope ps(clock_, Phase::hc_pre);  // with the FFN norm of the collapsed row
+        be_.hc_pre_norm(a.X, n, HC, E, lw.hc_ffn_fn, lw.hc_ffn_scale, lw.hc_ffn_base, hp_.sinkhorn_iters, hp_.hc_eps,
+                        hp_.rms_eps, lw.ffn_norm, a.h, a.split);
     }
     {
         PhaseScope ps(clock_, Phase::router);
-        be_.rms_norm(a.h, &lw.ffn_norm, E, n, hp_.rms_eps, a.h);
         be_.matmul(lw.ffn_gate_inp, 0, NX, a.h, E, (int)n, a.gl, NX);
         be_.route(a.gl, a.tokens, n, layer_route_params(hp_, lw, il), a.experts, a.ew);
     }

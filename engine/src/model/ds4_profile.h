@@ -11,7 +11,7 @@ namespace ds4 {
 
 enum class Phase : int {
     embed,       // token embedding rows
-    hc_pre,      // hyper-connection mix and Sinkhorn of both sublayers
+    hc_pre,      // hyper-connection mix, Sinkhorn and collapse of both sublayers, with their norms
     attn_proj,   // q / kv / compressor projections and their norms
     attn_state,  // RoPE, KV rounding, ring and compressor updates, indexer selection
     attention,   // scores, softmax with sinks, weighted sums, inverse RoPE

@@ -270,18 +270,17 @@ public:
     void hc_pre(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
                 const WeightView& scale_w, const WeightView& base_w, int64_t iters, double hc_eps, double rms_eps,
                 Dev<float> u, Dev<double> split) override {
-        if (n_tokens <= 0) return;
-        std::lock_guard<std::mutex> lock(scratch_mu_);
-        const float* scale = vecf(scale_w, "hc_pre");
-        const float* base = vecf(base_w, "hc_pre");
-        const HcMix mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, "hc_pre");
-        gpu::launch_hc_collapse(mix.part, mix.ss, mix.n_mix, rms_eps, X.get(), n_tokens, n_hc, E, scale, base, hc_eps,
-                                u.get(), stream_);
-        // The split beside the main stream: it reads the partial sums the main stream just wrote.
-        run_beside([&](ds4_gpu_stream_t st) {
-            gpu::launch_hc_split(mix.part, mix.ss, mix.n_mix, rms_eps, n_tokens, n_hc, E, scale, base, iters, hc_eps,
-                                 split.get(), st);
-        });
+        hc_pre_collapse(X, n_tokens, n_hc, E, fn, scale_w, base_w, iters, hc_eps, rms_eps, nullptr, u, split);
+    }
+
+    void hc_pre_norm(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                     const WeightView& scale_w, const WeightView& base_w, int64_t iters, double hc_eps, double rms_eps,
+                     const WeightView& norm, Dev<float> u, Dev<double> split) override {
+        if (E > gpu::hc_collapse_norm_max_values() || norm.n_elements() != E) {  // the seam's two calls (and its errors)
+            Backend::hc_pre_norm(X, n_tokens, n_hc, E, fn, scale_w, base_w, iters, hc_eps, rms_eps, norm, u, split);
+            return;
+        }
+        hc_pre_collapse(X, n_tokens, n_hc, E, fn, scale_w, base_w, iters, hc_eps, rms_eps, &norm, u, split);
     }
 
     void hc_post(Dev<const float> y, Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E,
@@ -588,6 +587,30 @@ public:
     }
 
 private:
+    // hc_pre's launches: the mix, the collapse (with the norm by `norm` when given: one kernel,
+    // hc_pre_norm's), and the split beside the main stream.
+    void hc_pre_collapse(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
+                         const WeightView& scale_w, const WeightView& base_w, int64_t iters, double hc_eps,
+                         double rms_eps, const WeightView* norm, Dev<float> u, Dev<double> split) {
+        if (n_tokens <= 0) return;
+        std::lock_guard<std::mutex> lock(scratch_mu_);
+        const float* scale = vecf(scale_w, "hc_pre");
+        const float* base = vecf(base_w, "hc_pre");
+        const HcMix mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, "hc_pre");
+        if (norm) {
+            gpu::launch_hc_collapse_norm(mix.part, mix.ss, mix.n_mix, rms_eps, X.get(), n_tokens, n_hc, E, scale, base,
+                                         hc_eps, vecf(*norm, "hc_pre_norm"), rms_eps, u.get(), stream_);
+        } else {
+            gpu::launch_hc_collapse(mix.part, mix.ss, mix.n_mix, rms_eps, X.get(), n_tokens, n_hc, E, scale, base,
+                                    hc_eps, u.get(), stream_);
+        }
+        // The split beside the main stream: it reads the partial sums the main stream just wrote.
+        run_beside([&](ds4_gpu_stream_t st) {
+            gpu::launch_hc_split(mix.part, mix.ss, mix.n_mix, rms_eps, n_tokens, n_hc, E, scale, base, iters, hc_eps,
+                                 split.get(), st);
+        });
+    }
+
     static constexpr int64_t kMaxStepTokens = 16;  // decode and verify widths; prefill blocks run as issued
     static constexpr int64_t kStepSpan = 256;      // positions one recording serves (then a new key)
     static constexpr size_t kMaxGraphs = 128;      // recordings kept (all dropped when full)

@@ -16,6 +16,7 @@
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_math.h"  // before gpu_dequant.h: core/numerics.h needs its device libm
 #include "backend/gpu/gpu_dot.h"
+#include "backend/gpu/gpu_rms.h"
 #include "backend/gpu/gpu_tree.h"
 
 #include <stdint.h>
@@ -25,6 +26,8 @@ namespace {
 constexpr int64_t kSlice = 256;                 // elements of E a block collapses
 constexpr int kMaxHc = 16;
 constexpr int kMaxSplit = 2 * kMaxHc + kMaxHc * kMaxHc;
+// Values a thread of hc_collapse_norm holds: rows of up to kNormThreads times this (8192).
+constexpr int kCollapseNormPerThread = 16;
 constexpr int kMixThreads = 256;                // hc_mix_partial: 32 chunk lanes x 8 row groups
 constexpr int kMixLanes = 32;                   // lanes over a slice's chunks
 constexpr int64_t kMixSlice = kMixLanes * ds4::gpu::kChunk;  // inputs a block covers
@@ -95,14 +98,17 @@ __device__ void hc_split_from_mix(const float* m, int64_t n, const float* scale,
     }
 }
 
+// Value i of the collapse: sum_h w_h X_h[i] in h order in double, rounded once.
+__device__ inline float collapse_value(const double* w, const float* Xt, int64_t n_hc, int64_t E, int64_t i) {
+    double acc = 0.0;
+    for (int64_t h = 0; h < n_hc; ++h) acc += w[h] * (double)Xt[h * E + i];
+    return (float)acc;
+}
+
 // out[i] for i in slice y of [0, E).
 __device__ void collapse(const double* w, const float* Xt, int64_t n_hc, int64_t E, float* out) {
     const int64_t s = ds4_block_y(), end = (s + 1) * kSlice < E ? (s + 1) * kSlice : E;
-    for (int64_t i = s * kSlice + ds4_thread_x(); i < end; i += ds4_block_dim_x()) {
-        double acc = 0.0;
-        for (int64_t h = 0; h < n_hc; ++h) acc += w[h] * (double)Xt[h * E + i];
-        out[i] = (float)acc;
-    }
+    for (int64_t i = s * kSlice + ds4_thread_x(); i < end; i += ds4_block_dim_x()) out[i] = collapse_value(w, Xt, n_hc, E, i);
 }
 }  // namespace
 
@@ -180,6 +186,20 @@ __device__ inline float mix_value(const float* part, const double* part_ss, int6
 }
 }  // namespace
 
+namespace {
+// w[h] for h < n_hc from token t's first n_hc mix values, by the block's threads; ends with a
+// barrier. w: shared memory.
+__device__ void collapse_weights(const float* part, const double* part_ss, int64_t t, int64_t S, int64_t n_mix,
+                                 double rms_eps, int64_t n_hc, int64_t E, const float* scale, const float* base,
+                                 double hc_eps, double* w) {
+    for (int64_t h = ds4_thread_x(); h < n_hc; h += ds4_block_dim_x()) {
+        const float m = mix_value(part, part_ss, t, S, n_mix, h, n_hc * E, rms_eps);
+        w[h] = ds4::gpu::sigmoid((double)scale[0] * m + base[h]) + hc_eps;
+    }
+    ds4_sync_block();
+}
+}  // namespace
+
 // Blocks (token, slice of E): the weights from the first n_hc mix values, then the collapse.
 extern "C" __global__ void ds4_hc_collapse_kernel(const float* part, const double* part_ss, int64_t S, int64_t n_mix,
                                                   double rms_eps, const float* X, int64_t n_hc, int64_t E,
@@ -187,12 +207,47 @@ extern "C" __global__ void ds4_hc_collapse_kernel(const float* part, const doubl
     ds4_kernel_entry();
     __shared__ double w[kMaxHc];
     const int64_t t = ds4_block_x();
-    for (int64_t h = ds4_thread_x(); h < n_hc; h += ds4_block_dim_x()) {
-        const float m = mix_value(part, part_ss, t, S, n_mix, h, n_hc * E, rms_eps);
-        w[h] = ds4::gpu::sigmoid((double)scale[0] * m + base[h]) + hc_eps;
-    }
-    ds4_sync_block();
+    collapse_weights(part, part_ss, t, S, n_mix, rms_eps, n_hc, E, scale, base, hc_eps, w);
     collapse(w, X + t * n_hc * E, n_hc, E, out + t * E);
+}
+
+// Block t, kNormThreads threads: the collapse of hc_collapse_kernel, then rms_norm_kernel's
+// normalisation of it with weight nw (norm_eps), bit for bit the two kernels (gpu_rms.h):
+// thread j keeps the collapsed values j, j + kNormThreads, ... in registers, in the order
+// rms_norm adds their squares, so the collapsed row is never written and read back, and the
+// norm's launch and its loads leave the step.
+extern "C" __global__ void ds4_hc_collapse_norm_kernel(const float* part, const double* part_ss, int64_t S,
+                                                       int64_t n_mix, double rms_eps, const float* X, int64_t n_hc,
+                                                       int64_t E, const float* scale, const float* base, double hc_eps,
+                                                       const float* nw, double norm_eps, float* out) {
+    ds4_kernel_entry();
+    constexpr int T = ds4::gpu::kNormThreads, P = kCollapseNormPerThread;
+    __shared__ double w[kMaxHc];
+    __shared__ double norm_part[T];
+    __shared__ double norm_scale;
+    const int j = (int)ds4_thread_x();
+    const int64_t t = ds4_block_x();
+    float wv[P];  // the norm's weights first: their loads wait under the mix's
+#pragma unroll
+    for (int k = 0; k < P; ++k) wv[k] = j + (int64_t)k * T < E ? nw[j + (int64_t)k * T] : 0.0f;
+    collapse_weights(part, part_ss, t, S, n_mix, rms_eps, n_hc, E, scale, base, hc_eps, w);
+    const float* Xt = X + t * n_hc * E;
+    float v[P] = {};
+    double ss = 0.0;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        const int64_t i = j + (int64_t)k * T;
+        if (i < E) {
+            v[k] = collapse_value(w, Xt, n_hc, E, i);
+            ss = ds4::gpu::rms_add_square(ss, v[k]);
+        }
+    }
+    const double s = ds4::gpu::rms_block_scale(ss, j, E, norm_eps, norm_part, &norm_scale);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        const int64_t i = j + (int64_t)k * T;
+        if (i < E) out[t * E + i] = ds4::gpu::rms_scaled(v[k], s, (double)wv[k]);
+    }
 }
 
 // Block t: split[t * SS ..] = the token's pre, post and Sinkhorn matrix.
@@ -283,6 +338,23 @@ void launch_hc_collapse(const float* part, const double* part_ss, int64_t n_mix,
     ds4_launch(ds4_hc_collapse_kernel, tokens_by_slices(E, n_tokens, "hc collapse"), dim3(kThreads), s, part, part_ss,
                hc_mix_slices(n_hc * E), n_mix, rms_eps, X, n_hc, E, scale, base, hc_eps, out);
     DS4_GPU_CHECK_LAUNCH("ds4_hc_collapse_kernel");
+}
+
+int64_t hc_collapse_norm_max_values() { return (int64_t)ds4::gpu::kNormThreads * kCollapseNormPerThread; }
+
+void launch_hc_collapse_norm(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, const float* X,
+                             int64_t n_tokens, int64_t n_hc, int64_t E, const float* scale, const float* base,
+                             double hc_eps, const float* norm_w, double norm_eps, float* out, void* s) {
+    check_hc(n_hc, "hc collapse and norm");
+    if (n_tokens <= 0) return;
+    if (E > hc_collapse_norm_max_values() || n_tokens > 0x7fffffff) {
+        throw ArgumentError(DS4_GPU_WHO ": hc collapse and norm: " + std::to_string(n_tokens) + " tokens of " +
+                            std::to_string(E) + " values (at most " + std::to_string(hc_collapse_norm_max_values()) +
+                            " a token)");
+    }
+    ds4_launch(ds4_hc_collapse_norm_kernel, dim3((unsigned)n_tokens), dim3(ds4::gpu::kNormThreads), s, part, part_ss,
+               hc_mix_slices(n_hc * E), n_mix, rms_eps, X, n_hc, E, scale, base, hc_eps, norm_w, norm_eps, out);
+    DS4_GPU_CHECK_LAUNCH("ds4_hc_collapse_norm_kernel");
 }
 
 void launch_hc_split(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, int64_t n_tokens,

@@ -83,6 +83,12 @@ void launch_hc_mix_partial(uint32_t type, const uint8_t* fn, uint64_t row_bytes,
 void launch_hc_collapse(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, const float* X,
                         int64_t n_tokens, int64_t n_hc, int64_t E, const float* scale, const float* base,
                         double hc_eps, float* out, void* s);
+// launch_hc_collapse, then launch_rms_norm of out with weight norm_w (norm_eps), in one kernel with
+// the two's bits; E at most hc_collapse_norm_max_values() (more: ArgumentError).
+int64_t hc_collapse_norm_max_values();
+void launch_hc_collapse_norm(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, const float* X,
+                             int64_t n_tokens, int64_t n_hc, int64_t E, const float* scale, const float* base,
+                             double hc_eps, const float* norm_w, double norm_eps, float* out, void* s);
 // split: [n_tokens][2 n_hc + n_hc^2] doubles, pre, post and the Sinkhorn matrix (cpu_hc.cpp's).
 void launch_hc_split(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, int64_t n_tokens,
                      int64_t n_hc, int64_t E, const float* scale, const float* base, int64_t iters, double hc_eps,

@@ -1,21 +1,14 @@
 // RMS norm, scale and add kernels, one source for CUDA and HIP.
 //
-// rms_norm: one thread block per row (512 threads: a decode step normalises single rows of
-// up to 16K values, and a small block left them waiting on one load after another). Thread t
-// sums x[i]^2 for i = t, t + T, ... in double
-// (each float square is exact in double), then the T partial sums are added in gpu_tree.h's
-// fixed tree; the scale 1 / sqrt(ss / n + eps) and y = x * s * w are formed in
-// double as the CPU backend does. Only the order of the (exact-product) double sum
-// differs from the CPU's, so results match it to within a float rounding flip, and a
-// row's result does not depend on how many rows are normalised together.
+// rms_norm: one thread block of kNormThreads per row, the arithmetic of gpu_rms.h (a row's
+// result does not depend on how many rows are normalised together).
 #include "backend/gpu/gpu_compat.h"
-#include "backend/gpu/gpu_tree.h"
-#include "core/numerics.h"
+#include "backend/gpu/gpu_rms.h"
 
 #include <stdint.h>
 
 namespace {
-constexpr int kNormThreads = 512;  // a multiple of every wave size (32, 64)
+using ds4::gpu::kNormThreads;
 constexpr int kScaleThreads = 256;
 }  // namespace
 
@@ -29,14 +22,10 @@ extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, i
     float* yr = y + r * n;
     double ss = 0.0;
 #pragma unroll 4
-    for (int64_t i = t; i < n; i += kNormThreads) ss += (double)xr[i] * (double)xr[i];  // loads ahead of the adds
-    part[t] = ss;
-    ds4::gpu::tree_reduce<1>(part, 0, 0, t, kNormThreads);
-    if (t == 0) scale = 1.0 / ds4::num::sqrt_f64(part[0] / (double)n + eps);
-    ds4_sync_block();
-    const double s = scale;
+    for (int64_t i = t; i < n; i += kNormThreads) ss = ds4::gpu::rms_add_square(ss, xr[i]);  // loads ahead of the adds
+    const double s = ds4::gpu::rms_block_scale(ss, t, n, eps, part, &scale);
 #pragma unroll 4
-    for (int64_t i = t; i < n; i += kNormThreads) yr[i] = (float)((double)xr[i] * s * (w ? (double)w[i] : 1.0));
+    for (int64_t i = t; i < n; i += kNormThreads) yr[i] = ds4::gpu::rms_scaled(xr[i], s, w ? (double)w[i] : 1.0);
 }
 
 extern "C" __global__ void ds4_scale_kernel(float* x, int64_t n, double s) {
