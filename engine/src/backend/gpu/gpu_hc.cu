@@ -216,7 +216,7 @@ extern "C" __global__ void ds4_hc_collapse_kernel(const float* part, const doubl
 // thread j keeps the collapsed values j, j + kNormThreads, ... in registers, in the order
 // rms_norm adds their squares, so the collapsed row is never written and read back, and the
 // norm's launch and its loads leave the step.
-extern "C" __global__ void ds4_hc_collapse_norm_kernel(const float* part, const double* part_ss, int64_t S,
+extern "C" __global__ void DS4_NORM_BOUNDS ds4_hc_collapse_norm_kernel(const float* part, const double* part_ss, int64_t S,
                                                        int64_t n_mix, double rms_eps, const float* X, int64_t n_hc,
                                                        int64_t E, const float* scale, const float* base, double hc_eps,
                                                        const float* nw, double norm_eps, float* out) {

@@ -19,6 +19,24 @@ namespace gpu {
 // single rows of up to 16K values, and a small block left them waiting on one load after another.
 constexpr int kNormThreads = 512;
 
+}  // namespace gpu
+}  // namespace ds4
+
+// A kernel of kNormThreads threads that keeps a row in registers (hc_collapse_norm): the cap
+// makes the compiler fit a 512-thread block in an NVIDIA multiprocessor's 64K registers (128 a
+// thread; ptxas gave it 126 without the cap, one allocation step from a launch failure).
+#if defined(__CUDACC__) && !defined(__clang__)
+#define DS4_NORM_BOUNDS __launch_bounds__(512)
+#elif defined(__HIP_CPU_RT__)
+#define DS4_NORM_BOUNDS
+#else
+#define DS4_NORM_BOUNDS __attribute__((amdgpu_flat_work_group_size(1, 512)))
+#endif
+
+namespace ds4 {
+namespace gpu {
+static_assert(kNormThreads == 512, "DS4_NORM_BOUNDS is written for blocks of 512");
+
 // A thread's running sum of squares after one more value.
 __device__ inline double rms_add_square(double ss, float v) { return ss + (double)v * (double)v; }
 
