@@ -6,7 +6,11 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
 - gpu_top_k.cu (top_k_sim.cpp): Backend::row_top_k against a stable sort (rows of 1 to 129280
   values, ties, NaN, -0/+0, infinities, k up to 64);
 - gpu_hc.cu's collapse-and-norm kernel (hc_norm_sim.cpp): bit for bit the two kernels it
-  replaces (hc_collapse, then rms_norm), rows of 300 to 8192 values, 1 to 16 streams.
+  replaces (hc_collapse, then rms_norm), rows of 300 to 8192 values, 1 to 16 streams;
+- gpu_ops.cu's route and gpu_moe.cu's plan (route_plan_sim.cpp): the experts and weights
+  against the CPU backend's formula (biased with ties, hashed, a token outside the hash table),
+  the grouping by expert against a stable sort (1 to 400 tokens, up to 2048 experts, an id out
+  of range).
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -22,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "tests" / "gpu_host_sim"
 
 
-@pytest.mark.parametrize("driver, cases", [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7)])
+@pytest.mark.parametrize("driver, cases", [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10)])
 def test_kernels_on_the_host(tmp_path, driver, cases):
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
     assert cxx, "no C++ compiler (g++ or clang++) to build the host simulation"

@@ -20,6 +20,7 @@
 
 namespace {
 constexpr int kPlanMaxExperts = 2048;  // experts the plan kernel counts in shared memory
+constexpr int kPlanMaxPairs = 2048;    // (token, slot) pairs it copies to shared memory (more: read in place)
 constexpr int kPlanThreads = 256;
 constexpr int kMoeCols = 4;  // columns of one expert a block computes per pass over its rows (calls of several tokens)
 
@@ -48,24 +49,33 @@ __device__ inline Group slot_group(const int32_t* active, const int32_t* n_activ
 }  // namespace
 
 // One block (kPlanThreads threads; counts and starts in shared memory, NX <= kPlanMaxExperts).
-// Fault 3: an expert id outside 0..NX-1 (then no routed expert contributes). Expert e's count
-// is counted by the threads that own e (no atomics); starts and the chosen list are two
-// Hillis-Steele scans over the experts; thread 0 places the pairs in order.
+// Fault 3: an expert id outside 0..NX-1 (then no routed expert contributes). The pairs' ids are
+// first copied to shared memory (all loads at once: thread 0's placement had read them back
+// from global memory one after another). Expert e's count is counted by the threads that own e
+// (no atomics); starts and the chosen list are two Hillis-Steele scans over the experts;
+// thread 0 places the pairs in order.
 extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n_pairs, int64_t NX, int32_t* count,
                                                int32_t* start, int32_t* col_of, int32_t* tok_of, int32_t* active,
                                                int32_t* n_active, int64_t K, int* fault) {
     ds4_kernel_entry();
     __shared__ int32_t cnt[kPlanMaxExperts], cols[kPlanMaxExperts], chosen[kPlanMaxExperts];
+    __shared__ int32_t pair_ids[kPlanMaxPairs];
     __shared__ int bad;
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
+    const bool staged = n_pairs <= kPlanMaxPairs;
+    if (staged) {
+        for (int64_t j = t; j < n_pairs; j += T) pair_ids[j] = experts[j];
+    }
     if (t == 0) bad = 0;
+    ds4_sync_block();
+    const int32_t* ids = staged ? pair_ids : experts;
     for (int64_t e = t; e < NX; e += T) {
         int32_t c = 0;
-        for (int64_t j = 0; j < n_pairs; ++j) c += experts[j] == e ? 1 : 0;
+        for (int64_t j = 0; j < n_pairs; ++j) c += ids[j] == e ? 1 : 0;
         cnt[e] = c;
     }
     for (int64_t j = t; j < n_pairs; j += T) {
-        if (experts[j] < 0 || experts[j] >= NX) bad = 1;  // every writer writes 1
+        if (ids[j] < 0 || ids[j] >= NX) bad = 1;  // every writer writes 1
     }
     ds4_sync_block();
     if (bad) {
@@ -109,7 +119,7 @@ extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n
     if (t == 0) {
         *n_active = NX > 0 ? chosen[NX - 1] : 0;
         for (int64_t j = 0; j < n_pairs; ++j) {
-            const int32_t col = cols[experts[j]]++;
+            const int32_t col = cols[ids[j]]++;
             col_of[j] = col;
             tok_of[col] = (int32_t)(j / K);
         }

@@ -16,6 +16,7 @@ constexpr int kMaxIdxDim = 1024;  // indexer row length one block transforms in 
 constexpr int64_t kRopeRows = 8;  // rows of a token one rope_tail block rotates
 constexpr double kMoeWeightSumFloor = 6.103515625e-5;  // as cpu_route.cpp
 constexpr int kRouteMaxExperts = 2048;  // biased routing scores one block holds (the launcher checks)
+constexpr int kRouteMaxUsed = 256;      // experts a token uses that one block holds (the launcher checks)
 [[maybe_unused]] constexpr int kRouteThreads = 256;
 }  // namespace
 
@@ -147,26 +148,30 @@ __device__ inline double route_score(float logit) {
 // s + bias, k-th best first (ties: lower id first, as the CPU's partial_sort comparator
 // orders them); weights s / max(sum, floor) * scale. The biased choice is parallel: each
 // thread scores experts into shared memory, then an expert's place is its rank, the number of
-// experts that beat it (a larger value, or an equal one with a lower id). Fault 2: a token
-// id outside the hash table.
+// experts that beat it (a larger value, or an equal one with a lower id). The chosen ids and
+// their scores stay in shared memory, a thread each, so the weights need no chain of global
+// loads (one thread reading each id back, then its logit, had taken most of the kernel's
+// 7-10 us on the H200). Fault 2: a token id outside the hash table (nothing written). A
+// hash row's id outside 0..NX-1 scores 0 here; moe's plan reports it (fault 3).
 extern "C" __global__ void ds4_route_kernel(const float* logits, const int32_t* tokens, int64_t n, int64_t NX,
                                             int64_t K, const int32_t* hash, int64_t hash_rows, int64_t hash_stride,
                                             const float* bias, int normalise, double scale, int32_t* experts,
                                             float* weights, int* fault) {
     ds4_kernel_entry();
     __shared__ double v[kRouteMaxExperts];
+    __shared__ int32_t sel[kRouteMaxUsed];
+    __shared__ double chosen_score[kRouteMaxUsed];
+    __shared__ double norm;
     const int64_t i = ds4_block_x();
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
     const float* gl = logits + i * NX;
-    int32_t* ex = experts + i * K;
     if (hash) {
-        if (t != 0) return;
         const int32_t tok = tokens[i];
-        if (tok < 0 || tok >= hash_rows) {
-            *fault = 2;
+        if (tok < 0 || tok >= hash_rows) {  // the whole block returns
+            if (t == 0) *fault = 2;
             return;
         }
-        for (int64_t k = 0; k < K; ++k) ex[k] = hash[(int64_t)tok * hash_stride + k];
+        for (int64_t k = t; k < K; k += T) sel[k] = hash[(int64_t)tok * hash_stride + k];
     } else {
         for (int64_t e = t; e < NX; e += T) v[e] = route_score(gl[e]) + (double)bias[e];
         ds4_sync_block();
@@ -175,15 +180,23 @@ extern "C" __global__ void ds4_route_kernel(const float* logits, const int32_t* 
             int rank = 0;  // a count without an early exit: the shared-memory loads overlap
 #pragma unroll 8
             for (int o = 0; o < (int)NX; ++o) rank += (v[o] > ve || (v[o] == ve && o < e)) ? 1 : 0;
-            if (rank < K) ex[rank] = (int32_t)e;
+            if (rank < K) sel[rank] = (int32_t)e;
         }
-        ds4_sync_block();  // ex[] written by other threads of the block
-        if (t != 0) return;
     }
-    double sum = 0.0;
-    for (int64_t k = 0; k < K; ++k) sum += route_score(gl[ex[k]]);
-    const double norm = normalise ? 1.0 / ds4::num::max_f64(sum, kMoeWeightSumFloor) : 1.0;
-    for (int64_t k = 0; k < K; ++k) weights[i * K + k] = (float)(route_score(gl[ex[k]]) * norm * scale);
+    ds4_sync_block();
+    for (int64_t k = t; k < K; k += T) {
+        const int32_t e = sel[k];
+        chosen_score[k] = e >= 0 && e < NX ? route_score(gl[e]) : 0.0;
+        experts[i * K + k] = e;
+    }
+    ds4_sync_block();
+    if (t == 0) {
+        double sum = 0.0;
+        for (int64_t k = 0; k < K; ++k) sum += chosen_score[k];
+        norm = normalise ? 1.0 / ds4::num::max_f64(sum, kMoeWeightSumFloor) : 1.0;
+    }
+    ds4_sync_block();
+    for (int64_t k = t; k < K; k += T) weights[i * K + k] = (float)(chosen_score[k] * norm * scale);
 }
 
 #if DS4_GPU_HOST_CODE
@@ -283,6 +296,10 @@ void launch_route(const float* logits, const int32_t* tokens, int64_t n, int64_t
                   const int32_t* hash, int64_t hash_rows, int64_t hash_stride, const float* bias, bool normalise,
                   double scale, int32_t* experts, float* weights, int* fault, void* s) {
     if (n <= 0) return;
+    if (K > kRouteMaxUsed) {
+        throw UnsupportedError(DS4_GPU_WHO ": route: " + std::to_string(K) + " experts a token; the kernel holds at most " +
+                               std::to_string(kRouteMaxUsed));
+    }
     if (!hash && n_expert > kRouteMaxExperts) {
         throw UnsupportedError(DS4_GPU_WHO ": route: " + std::to_string(n_expert) + " experts; the kernel scores at most " +
                                std::to_string(kRouteMaxExperts));
