@@ -10,7 +10,10 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
 - gpu_ops.cu's route and gpu_moe.cu's plan (route_plan_sim.cpp): the experts and weights
   against the CPU backend's formula (biased with ties, hashed, a token outside the hash table),
   the grouping by expert against a stable sort (1 to 400 tokens, up to 2048 experts, an id out
-  of range).
+  of range);
+- gpu_math.h's block roundings a thread per value (rounding_sim.cpp; compress_rows and the
+  indexer transform use them): bit for bit core/numerics.h's serial FP8 and FP4 round trips, and
+  the indexer transform kernel bit for bit the CPU backend's row transform.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -24,9 +27,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "tests" / "gpu_host_sim"
+# Each driver and the cases it prints "ok" for.
+DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10),
+           ("rounding_sim.cpp", 11)]
 
 
-@pytest.mark.parametrize("driver, cases", [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10)])
+@pytest.mark.parametrize("driver, cases", DRIVERS)
 def test_kernels_on_the_host(tmp_path, driver, cases):
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
     assert cxx, "no C++ compiler (g++ or clang++) to build the host simulation"

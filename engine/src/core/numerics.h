@@ -177,13 +177,30 @@ DS4_HD inline float f16_to_f32(uint16_t h) {
     return num::f32_of(sign | (e == 31 ? (0xffu << 23) | (m << 13) : ((e - 15u + 127u) << 23) | (m << 13)));
 }
 
-// FP8-E4M3 round trip of n values in blocks of 64: scale 2^ceil(log2(amax/448)), amax >= 1e-4.
-DS4_HD inline void fp8_e4m3_round_trip(float* x, int64_t n) { num::block_round_trip(x, n, 64, 448.0, 1e-4, true); }
+// A block rounding's parameters (num::block_round_trip's), for code that splits it across
+// threads (the GPU's kernels) and must use the same ones.
+struct BlockRounding {
+    int64_t block;
+    double top, amax_floor;
+    bool e4m3;
+};
+// FP8-E4M3 in blocks of 64: scale 2^ceil(log2(amax/448)), amax >= 1e-4. (Functions, not
+// variables: device code can call them.)
+DS4_HD constexpr BlockRounding fp8_e4m3_rounding() { return BlockRounding{64, 448.0, 1e-4, true}; }
+// FP4-E2M1 in blocks of 32: scale 2^ceil(log2(amax/6)). ds4.c floors amax at a tiny value so
+// the scale never underflows to zero.
+DS4_HD constexpr BlockRounding fp4_e2m1_rounding() { return BlockRounding{32, 6.0, 7.052966104933725e-38, false}; }
 
-// FP4-E2M1 round trip of n values (a multiple of 32) in blocks of 32: scale 2^ceil(log2(amax/6)).
-// ds4.c floors amax at a tiny value so the scale never underflows to zero.
+// FP8-E4M3 round trip of n values (fp8_e4m3_rounding).
+DS4_HD inline void fp8_e4m3_round_trip(float* x, int64_t n) {
+    constexpr BlockRounding r = fp8_e4m3_rounding();
+    num::block_round_trip(x, n, r.block, r.top, r.amax_floor, r.e4m3);
+}
+
+// FP4-E2M1 round trip of n values, a multiple of 32 (fp4_e2m1_rounding).
 DS4_HD inline void fp4_e2m1_round_trip(float* x, int64_t n) {
-    num::block_round_trip(x, n, 32, 6.0, 7.052966104933725e-38, false);
+    constexpr BlockRounding r = fp4_e2m1_rounding();
+    num::block_round_trip(x, n, r.block, r.top, r.amax_floor, r.e4m3);
 }
 
 // In-place orthonormal Sylvester-Hadamard transform (natural order) of n = 2^k values.

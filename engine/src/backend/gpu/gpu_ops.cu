@@ -77,25 +77,28 @@ extern "C" __global__ void ds4_fp8_kv_kernel(float* x, int64_t n_rows, int64_t n
     float* p = x + r * n + off;
     if (t < len) v[t] = p[t];
     ds4_sync_block();
+    constexpr ds4::BlockRounding fp8 = ds4::fp8_e4m3_rounding();
+    static_assert(fp8.block == 64, "a block of 64 threads per rounding block");
     double amax = 0.0;
     for (int i = 0; i < len; ++i) amax = ds4::num::max_f64(amax, (double)ds4::num::abs_f32(v[i]));
-    const double s = ds4::num::pow2_scale(ds4::num::max_f64(amax, 1e-4), 448.0);
-    if (t < len) p[t] = ds4::num::round_trip_value(v[t], s, 448.0, true);
+    const double s = ds4::num::pow2_scale(ds4::num::max_f64(amax, fp8.amax_floor), fp8.top);
+    if (t < len) p[t] = ds4::num::round_trip_value(v[t], s, fp8.top, fp8.e4m3);
 }
 
-// Block r: Hadamard of row r in double (gpu_math.h hadamard_block), then FP4 per 32.
+// Block r (kThreads threads): Hadamard of row r in double (gpu_math.h hadamard_block), then FP4
+// per 32, a thread per value (gpu_math.h block_round_trip_block).
 extern "C" __global__ void ds4_indexer_transform_kernel(float* x, int64_t d, int fp4) {
     ds4_kernel_entry();
     __shared__ double tmp[kMaxIdxDim];
+    __shared__ float vals[kMaxIdxDim];
     float* row = x + (int64_t)ds4_block_x() * d;
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
     for (int64_t i = t; i < d; i += T) tmp[i] = row[i];
     ds4::gpu::hadamard_block(tmp, d);
-    for (int64_t i = t; i < d; i += T) row[i] = (float)tmp[i];
+    for (int64_t i = t; i < d; i += T) vals[i] = (float)tmp[i];
+    if (fp4) ds4::gpu::block_round_trip_block<kMaxIdxDim / kThreads>(vals, d, ds4::fp4_e2m1_rounding());
     ds4_sync_block();
-    if (fp4) {
-        for (int64_t off = (int64_t)t * 32; off < d; off += (int64_t)T * 32) ds4::fp4_e2m1_round_trip(row + off, 32);
-    }
+    for (int64_t i = t; i < d; i += T) row[i] = vals[i];
 }
 
 // One thread per (token, stream j, element): X_out_j = post_j y + sum_r M[r][j] X_r (double).

@@ -99,21 +99,16 @@ extern "C" __global__ void ds4_compress_rows_kernel(ds4::gpu::StepPos p0, int64_
     ds4::gpu::rope_cos_sin_block((double)(q + 1 - ratio), rope, cs);
     for (int64_t i = t; i < rope.n_rot / 2; i += kPoolThreads) ds4::gpu::rope_pair(row, Dc, rope.n_rot, cs, i, false);
     ds4_sync_block();
+    // The roundings a thread per value (core/numerics.h fp8_e4m3_round_trip and
+    // fp4_e2m1_round_trip: blocks of 64 and 32, the same bits).
+    constexpr int kPer = kMaxRowDim / kPoolThreads;
     if (mode == 1) {
-        const int64_t m = Dc - n_rot;
-        for (int64_t off = (int64_t)t * 64; off < m; off += (int64_t)kPoolThreads * 64) {
-            ds4::fp8_e4m3_round_trip(row + off, m - off < 64 ? m - off : 64);
-        }
+        ds4::gpu::block_round_trip_block<kPer>(row, Dc - n_rot, ds4::fp8_e4m3_rounding());
     } else if (mode >= 2) {
         for (int64_t j = t; j < Dc; j += kPoolThreads) had[j] = row[j];
         ds4::gpu::hadamard_block(had, Dc);
         for (int64_t j = t; j < Dc; j += kPoolThreads) row[j] = (float)had[j];
-        ds4_sync_block();
-        if (mode == 3) {
-            for (int64_t off = (int64_t)t * 32; off < Dc; off += (int64_t)kPoolThreads * 32) {
-                ds4::fp4_e2m1_round_trip(row + off, 32);
-            }
-        }
+        if (mode == 3) ds4::gpu::block_round_trip_block<kPer>(row, Dc, ds4::fp4_e2m1_rounding());
     }
     ds4_sync_block();
     uint16_t* o = out + (done + b) * Dc;
