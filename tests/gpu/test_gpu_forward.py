@@ -195,6 +195,35 @@ def test_gpu_row_groups_change_no_bit(gpu, name, monkeypatch):
         g.session(n + 8).decode(toks[0])
 
 
+@pytest.mark.parametrize("name", ["small-q2k", "small-iq2-q4k-mxfp4-bf16"])
+def test_gpu_matmul_sets_change_no_bit(gpu, name, monkeypatch):
+    """The attention input's projections (q_a, kv and the compressors' matrices) computed in one
+    launch per weight type (Backend::matmul_shared_x, gpu_matmul.cu's set kernel) must give the
+    bits of a launch per matrix (DS4KIT_GPU_MATMUL_SETS=never): decode, verify of widths 3 and 8
+    (the set kernel's column batches) and a batched prefill (whose blocks launch each matrix)."""
+    toks = _runs(name, gpu)[0]
+    n = len(toks)
+    out = {}
+    for mode in ("never", "auto"):
+        monkeypatch.setenv("DS4KIT_GPU_MATMUL_SETS", mode)
+        g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
+        s = g.session(n + 8)
+        got = {"decode": np.stack([s.decode(t) for t in toks])}
+        for width in (3, 8):
+            s = g.session(n + 8)
+            got[f"verify width {width}"] = np.concatenate([s.verify(toks[i:i + width]) for i in range(0, n, width)])
+        s = g.session(n + 8)
+        s.decode(toks[0])
+        got["batched prefill"] = s.prefill(toks[1:], "batched")
+        out[mode] = got
+    for what, want in out["never"].items():
+        assert np.array_equal(out["auto"][what], want), f"{name}: {what} logits depend on the matmul sets"
+    monkeypatch.setenv("DS4KIT_GPU_MATMUL_SETS", "sometimes")
+    g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
+    with pytest.raises(Exception, match="DS4KIT_GPU_MATMUL_SETS is 'sometimes'"):
+        g.session(n + 8).decode(toks[0])
+
+
 # The kernel choices calls of several tokens make from the call, each with the variable that
 # forces it: (variable, the choice before 2026-12-02, the prefill blocks' choice, a bad value).
 WIDE_CALL_CHOICES = [

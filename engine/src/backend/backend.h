@@ -146,6 +146,13 @@ struct CompRowView {
     int64_t top_k = 0;
 };
 
+// One matrix of Backend::matmul_shared_x and where its rows go.
+struct MatmulOut {
+    const WeightView* W;
+    Dev<float> Y;
+    int64_t ldy;
+};
+
 // How a layer's tokens pick experts (ds4-model.md section 3, MoE).
 struct RouteParams {
     int64_t n_expert = 0, n_used = 0;
@@ -204,6 +211,14 @@ public:
         for (int64_t g = 0; g < n_groups; ++g) {
             matmul(W, g * group_rows, group_rows, X + g * x_stride, ldx, ncols, Y + g * group_rows, ldy);
         }
+    }
+
+    // Several matrices over the same columns: for each out, out.Y[c*out.ldy + r] = out.W->row(r) .
+    // X[c*ldx .. + W.n_in()) for every row r of W. The bits of one matmul call per matrix, which
+    // the default makes; a backend may compute them in one pass (the GPU: the matrices of one
+    // type in one launch; a step projects its attention input through 2 to 6 small matrices).
+    virtual void matmul_shared_x(const std::vector<MatmulOut>& outs, Dev<const float> X, int64_t ldx, int ncols) {
+        for (const MatmulOut& o : outs) matmul(*o.W, 0, o.W->n_rows(), X, ldx, ncols, o.Y, o.ldy);
     }
 
     // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted), for n_rows rows of n.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 namespace ds4 {
 
@@ -67,22 +68,17 @@ void Ds4BlockRunner::attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, 
         be_.hc_pre_norm(a.X, n, HC, E, lw.hc_attn_fn, lw.hc_attn_scale, lw.hc_attn_base, hp_.sinkhorn_iters,
                         hp_.hc_eps, hp_.rms_eps, lw.attn_norm, a.h, a.split);
     }
-    // Projections of every token of the block (columns).
+    // Projections of every token of the block (columns): first every matrix that reads the
+    // normalised input h (one pass on a backend that can), then the query's second matrix.
     PhaseScope ps(clock_, Phase::attn_proj);
-    be_.matmul(lw.attn_q_a, 0, QR, a.h, E, (int)n, a.q_lat, QR);
+    std::vector<MatmulOut> from_h = {{&lw.attn_q_a, a.q_lat, QR}, {&lw.attn_kv, a.kv, D}};
+    if (r) from_h.insert(from_h.end(), {{&lw.comp_kv, a.kappa, C}, {&lw.comp_gate, a.gate, C}});
+    if (r == 4) from_h.insert(from_h.end(), {{&lw.idx_comp_kv, a.ikappa, 2 * di}, {&lw.idx_comp_gate, a.igate, 2 * di}});
+    be_.matmul_shared_x(from_h, a.h, E, (int)n);
     be_.rms_norm(a.q_lat, &lw.attn_q_a_norm, QR, n, hp_.rms_eps, a.q_lat);
     be_.matmul(lw.attn_q_b, 0, H * D, a.q_lat, QR, (int)n, a.Q, H * D);
     be_.rms_norm(a.Q, nullptr, D, n * H, hp_.rms_eps, a.Q);  // every head, no weight
-    be_.matmul(lw.attn_kv, 0, D, a.h, E, (int)n, a.kv, D);
     be_.rms_norm(a.kv, &lw.attn_kv_a_norm, D, n, hp_.rms_eps, a.kv);
-    if (r) {
-        be_.matmul(lw.comp_kv, 0, C, a.h, E, (int)n, a.kappa, C);
-        be_.matmul(lw.comp_gate, 0, C, a.h, E, (int)n, a.gate, C);
-    }
-    if (r == 4) {
-        be_.matmul(lw.idx_comp_kv, 0, 2 * di, a.h, E, (int)n, a.ikappa, 2 * di);
-        be_.matmul(lw.idx_comp_gate, 0, 2 * di, a.h, E, (int)n, a.igate, 2 * di);
-    }
 }
 
 void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st,

@@ -210,6 +210,33 @@ public:
                            grid_.get(), stream_, group_rows, x_stride);
     }
 
+    // The matrices of one type in one launch (gpu_matmul.cu ds4_matmul_set_kernel).
+    void matmul_shared_x(const std::vector<MatmulOut>& outs, Dev<const float> X, int64_t ldx, int ncols) override {
+        if (ncols < 0) throw ArgumentError(DS4_GPU_WHO ": matmul_shared_x: negative column count " + std::to_string(ncols));
+        if (outs.empty() || ncols == 0) return;
+        const int64_t n_in = outs[0].W->n_in();
+        std::vector<gpu::MatmulSetJob> jobs;
+        jobs.reserve(outs.size());
+        for (const MatmulOut& o : outs) {
+            const WeightView& W = *o.W;
+            if (W.n_in() != n_in) {
+                throw ArgumentError(DS4_GPU_WHO ": matmul_shared_x: tensor '" + W.name + "' takes " +
+                                    std::to_string(W.n_in()) + " inputs, tensor '" + outs[0].W->name + "' " +
+                                    std::to_string(n_in));
+            }
+            if (ncols > 1 && (ldx < n_in || o.ldy < W.n_rows())) {
+                throw ArgumentError(DS4_GPU_WHO ": matmul_shared_x: tensor '" + W.name + "': strides ldx " +
+                                    std::to_string(ldx) + ", ldy " + std::to_string(o.ldy) +
+                                    " are shorter than a column (" + std::to_string(n_in) + " in, " +
+                                    std::to_string(W.n_rows()) + " out)");
+            }
+            check_matrix_type(W, "matmul_shared_x");
+            const gpu::DeviceWeight& dw = weights().get(W, "matmul_shared_x");
+            jobs.push_back(gpu::MatmulSetJob{W.type, dw.data, W.row_bytes, W.n_rows(), W.n_rows(), o.Y.get(), o.ldy});
+        }
+        gpu::launch_matmul_set(jobs.data(), (int)jobs.size(), n_in, X.get(), ldx, ncols, grid_.get(), stream_);
+    }
+
     void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
                   Dev<float> y) override {
         const float* wf = nullptr;

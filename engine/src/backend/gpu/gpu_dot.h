@@ -86,11 +86,12 @@ __device__ inline Lanes dot_lanes_of_thread(int L) {
     const int t = (int)ds4_thread_x();
     return Lanes{L, t / L, t % L};
 }
-// The first of the R consecutive rows this thread's group computes in block x
-// (dot_row_blocks blocks cover a matrix).
-__device__ inline int64_t group_row(const Lanes& ln, int R) {
-    return ((int64_t)ds4_block_x() * (kDotBlock / ln.L) + ln.group) * R;
+// The first of the R consecutive rows this thread's group computes in block `block` of its
+// matrix (dot_row_blocks blocks cover a matrix); group_row: in block x.
+__device__ inline int64_t group_row_in(const Lanes& ln, int R, unsigned block) {
+    return ((int64_t)block * (kDotBlock / ln.L) + ln.group) * R;
 }
+__device__ inline int64_t group_row(const Lanes& ln, int R) { return group_row_in(ln, R, ds4_block_x()); }
 
 // The 8 products of a chunk with column values xv, summed in element order by fma from 0.
 // Constant trip counts keep w and xv in registers (a loop to `len` puts them on the stack;

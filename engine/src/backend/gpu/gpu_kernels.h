@@ -28,6 +28,21 @@ bool matmul_type_supported(uint32_t type);
 void launch_matmul(uint32_t type, const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows,
                    int64_t tensor_rows, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy,
                    const uint64_t* grid, void* stream, int64_t x_group_rows = 0, int64_t x_group_stride = 0);
+// One matrix of launch_matmul_set: rows 0 .. n_rows of a tensor of tensor_rows rows at W,
+// Y[c * ldy + r] as launch_matmul computes it.
+struct MatmulSetJob {
+    uint32_t type;
+    const uint8_t* W;
+    uint64_t row_bytes;
+    int64_t n_rows, tensor_rows;
+    float* Y;
+    int64_t ldy;
+};
+// launch_matmul of each job over the same columns (n_in values at X + c * ldx), the bits of
+// those calls, with the matrices of one type in one launch where they run one-row groups and
+// ncols <= 8 (gpu_matmul.cu ds4_matmul_set_kernel); DS4KIT_GPU_MATMUL_SETS=never launches each.
+void launch_matmul_set(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
+                       const uint64_t* grid, void* stream);
 // Lanes per row (32 .. 256) of gpu_dot.h's reduction for a matrix of `rows` rows of n_in.
 int dot_lanes(int64_t rows, int64_t n_in);
 // Whether a matrix of `rows` rows (the tensor's; times the experts a token uses for moe) runs
