@@ -195,17 +195,27 @@ def test_gpu_row_groups_change_no_bit(gpu, name, monkeypatch):
         g.session(n + 8).decode(toks[0])
 
 
+# Launch-saving choices that must change no bit: (variable, a launch per piece, the fused form).
+FUSION_CHOICES = [
+    # The attention input's projections (q_a, kv, the compressors' matrices) in one launch per
+    # weight type (Backend::matmul_shared_x, gpu_matmul.cu's set kernel) or a launch each.
+    ("DS4KIT_GPU_MATMUL_SETS", "never", "auto"),
+    # Each sublayer's HC collapse and norm: two kernels (the default) or one (gpu_hc.cu).
+    ("DS4KIT_GPU_HC_NORM", "split", "fused"),
+]
+
+
+@pytest.mark.parametrize("var, apart, fused", FUSION_CHOICES)
 @pytest.mark.parametrize("name", ["small-q2k", "small-iq2-q4k-mxfp4-bf16"])
-def test_gpu_matmul_sets_change_no_bit(gpu, name, monkeypatch):
-    """The attention input's projections (q_a, kv and the compressors' matrices) computed in one
-    launch per weight type (Backend::matmul_shared_x, gpu_matmul.cu's set kernel) must give the
-    bits of a launch per matrix (DS4KIT_GPU_MATMUL_SETS=never): decode, verify of widths 3 and 8
-    (the set kernel's column batches) and a batched prefill (whose blocks launch each matrix)."""
+def test_gpu_fusions_change_no_bit(gpu, name, var, apart, fused, monkeypatch):
+    """Decode, verify of widths 3 and 8 (the set kernel's column batches) and a batched prefill
+    give the same bits with the pieces launched apart and fused; a bad value is an error that
+    names the variable (so the launchers do read it)."""
     toks = _runs(name, gpu)[0]
     n = len(toks)
     out = {}
-    for mode in ("never", "auto"):
-        monkeypatch.setenv("DS4KIT_GPU_MATMUL_SETS", mode)
+    for mode in (apart, fused):
+        monkeypatch.setenv(var, mode)
         g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
         s = g.session(n + 8)
         got = {"decode": np.stack([s.decode(t) for t in toks])}
@@ -216,11 +226,11 @@ def test_gpu_matmul_sets_change_no_bit(gpu, name, monkeypatch):
         s.decode(toks[0])
         got["batched prefill"] = s.prefill(toks[1:], "batched")
         out[mode] = got
-    for what, want in out["never"].items():
-        assert np.array_equal(out["auto"][what], want), f"{name}: {what} logits depend on the matmul sets"
-    monkeypatch.setenv("DS4KIT_GPU_MATMUL_SETS", "sometimes")
+    for what, want in out[apart].items():
+        assert np.array_equal(out[fused][what], want), f"{name}: {what} logits depend on {var}"
+    monkeypatch.setenv(var, "sometimes")
     g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
-    with pytest.raises(Exception, match="DS4KIT_GPU_MATMUL_SETS is 'sometimes'"):
+    with pytest.raises(Exception, match=f"{var} is 'sometimes'"):
         g.session(n + 8).decode(toks[0])
 
 

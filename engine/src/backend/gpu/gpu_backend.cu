@@ -303,7 +303,11 @@ public:
     void hc_pre_norm(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
                      const WeightView& scale_w, const WeightView& base_w, int64_t iters, double hc_eps, double rms_eps,
                      const WeightView& norm, Dev<float> u, Dev<double> split) override {
-        if (E > gpu::hc_collapse_norm_max_values() || norm.n_elements() != E) {  // the seam's two calls (and its errors)
+        // DS4KIT_GPU_HC_NORM=split (default): the seam's two calls, the 16-block collapse then the
+        // norm, which measured faster than the one-block fused kernel (run 18: 6.1 + 7.0 against
+        // 16.2 us a call without early launches); =fused: ds4_hc_collapse_norm_kernel.
+        const bool fused = env_choice("DS4KIT_GPU_HC_NORM", {"split", "fused"}) == 1;
+        if (!fused || E > gpu::hc_collapse_norm_max_values() || norm.n_elements() != E) {  // the seam's two calls
             Backend::hc_pre_norm(X, n_tokens, n_hc, E, fn, scale_w, base_w, iters, hc_eps, rms_eps, norm, u, split);
             return;
         }
