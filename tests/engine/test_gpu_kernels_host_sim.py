@@ -14,6 +14,9 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
 - gpu_math.h's block roundings a thread per value (rounding_sim.cpp; compress_rows and the
   indexer transform use them): bit for bit core/numerics.h's serial FP8 and FP4 round trips, and
   the indexer transform kernel bit for bit the CPU backend's row transform.
+- gpu_matmul.cu's set kernel (matmul_set_sim.cpp; Backend::matmul_shared_x on the GPU): each
+  matrix of a set bit for bit its lone launch (F32, F16, Q8_0; 2 and 6 matrices of different
+  rows and lane counts; 1, 3 and 8 columns).
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -29,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "tests" / "gpu_host_sim"
 # Each driver and the cases it prints "ok" for.
 DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10),
-           ("rounding_sim.cpp", 11)]
+           ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6)]
 
 
 @pytest.mark.parametrize("driver, cases", DRIVERS)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 namespace {
-constexpr int kThreads = 128;
+[[maybe_unused]] constexpr int kThreads = 128;  // the launchers' block size (unused in the device pass)
 constexpr int kPoolThreads = 512;  // compress_rows: a thread per pooled column of a 512-wide row
 constexpr int kMaxRowDim = 1024;  // pooled row length one block holds in shared memory
 constexpr float kScoreInit = -1e30f;  // positions before 0 (D's initial state)
