@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/gpu/gpu_matmul.cu"
+#include "backend/gpu/gpu_matmul_kernels.h"
 
 namespace {
 

@@ -165,6 +165,18 @@ public:
     bool holds_weight_copies() const override { return true; }
 
     // ---- Dense operations ----
+    // A matmul's column count and strides: ncols columns of W.n_in() values at X + c * ldx, of
+    // n_rows results at Y + c * ldy (one column needs no stride).
+    static void check_columns(const char* op, const WeightView& W, int64_t n_rows, int64_t ldx, int ncols,
+                              int64_t ldy) {
+        if (ncols < 0) throw ArgumentError(std::string(DS4_GPU_WHO ": ") + op + ": negative column count " + std::to_string(ncols));
+        if (ncols > 1 && (ldx < W.n_in() || ldy < n_rows)) {
+            throw ArgumentError(std::string(DS4_GPU_WHO ": ") + op + ": tensor '" + W.name + "': strides ldx " +
+                                std::to_string(ldx) + ", ldy " + std::to_string(ldy) + " are shorter than a column (" +
+                                std::to_string(W.n_in()) + " in, " + std::to_string(n_rows) + " out)");
+        }
+    }
+
     void matmul(const WeightView& W, int64_t row0, int64_t n_rows, Dev<const float> X, int64_t ldx, int ncols,
                 Dev<float> Y, int64_t ldy) override {
         if (row0 < 0 || n_rows < 0 || row0 + n_rows > W.n_rows()) {
@@ -172,12 +184,7 @@ public:
                                 std::to_string(row0 + n_rows) + " outside its " + std::to_string(W.n_rows()) +
                                 " rows");
         }
-        if (ncols < 0) throw ArgumentError(DS4_GPU_WHO ": matmul: negative column count " + std::to_string(ncols));
-        if (ncols > 1 && (ldx < W.n_in() || ldy < n_rows)) {
-            throw ArgumentError(DS4_GPU_WHO ": matmul: tensor '" + W.name + "': strides ldx " + std::to_string(ldx) +
-                                ", ldy " + std::to_string(ldy) + " are shorter than a column (" +
-                                std::to_string(W.n_in()) + " in, " + std::to_string(n_rows) + " out)");
-        }
+        check_columns("matmul", W, n_rows, ldx, ncols, ldy);
         if (n_rows == 0 || ncols == 0) return;
         check_matrix_type(W, "matmul");
         const gpu::DeviceWeight& dw = weights().get(W, "matmul");
@@ -212,8 +219,7 @@ public:
 
     // The matrices of one type in one launch (gpu_matmul.cu ds4_matmul_set_kernel).
     void matmul_shared_x(const std::vector<MatmulOut>& outs, Dev<const float> X, int64_t ldx, int ncols) override {
-        if (ncols < 0) throw ArgumentError(DS4_GPU_WHO ": matmul_shared_x: negative column count " + std::to_string(ncols));
-        if (outs.empty() || ncols == 0) return;
+        if (outs.empty()) return;
         const int64_t n_in = outs[0].W->n_in();
         std::vector<gpu::MatmulSetJob> jobs;
         jobs.reserve(outs.size());
@@ -224,16 +230,12 @@ public:
                                     std::to_string(W.n_in()) + " inputs, tensor '" + outs[0].W->name + "' " +
                                     std::to_string(n_in));
             }
-            if (ncols > 1 && (ldx < n_in || o.ldy < W.n_rows())) {
-                throw ArgumentError(DS4_GPU_WHO ": matmul_shared_x: tensor '" + W.name + "': strides ldx " +
-                                    std::to_string(ldx) + ", ldy " + std::to_string(o.ldy) +
-                                    " are shorter than a column (" + std::to_string(n_in) + " in, " +
-                                    std::to_string(W.n_rows()) + " out)");
-            }
+            check_columns("matmul_shared_x", W, W.n_rows(), ldx, ncols, o.ldy);
             check_matrix_type(W, "matmul_shared_x");
             const gpu::DeviceWeight& dw = weights().get(W, "matmul_shared_x");
-            jobs.push_back(gpu::MatmulSetJob{W.type, dw.data, W.row_bytes, W.n_rows(), W.n_rows(), o.Y.get(), o.ldy});
+            jobs.push_back(gpu::MatmulSetJob{W.type, dw.data, W.row_bytes, W.n_rows(), o.Y.get(), o.ldy});
         }
+        if (ncols == 0) return;
         gpu::launch_matmul_set(jobs.data(), (int)jobs.size(), n_in, X.get(), ldx, ncols, grid_.get(), stream_);
     }
 

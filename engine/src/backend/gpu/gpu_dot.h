@@ -48,11 +48,14 @@ __device__ inline void load_x8(const float* x, int len, bool x4, float* v) {
     }
 }
 
-// 1 if rows at base + k * stride allow load_chunk_wide's loads of type T (host side).
+// 1 if rows at base + k * stride allow load_chunk_wide's loads of a type whose wide loads need
+// `alignment` (wide_alignment<T>(); 0: none) (host side); dot_wide<T>: of type T.
+inline int dot_wide_at(uint64_t alignment, const void* base, uint64_t stride) {
+    return alignment != 0 && ((uint64_t)(uintptr_t)base % alignment == 0) && stride % alignment == 0 ? 1 : 0;
+}
 template <uint32_t T>
 inline int dot_wide(const void* base, uint64_t stride) {
-    constexpr uint64_t a = (uint64_t)wide_alignment<T>();
-    return a != 0 && ((uint64_t)(uintptr_t)base % a == 0) && stride % a == 0 ? 1 : 0;
+    return dot_wide_at((uint64_t)wide_alignment<T>(), base, stride);
 }
 
 // Rows a group computes side by side: R > 1 loads each lane's column values once for R rows
@@ -246,9 +249,17 @@ __device__ inline void group_reduce(const float* acc, const Lanes& ln, float* pa
     ds4_sync_block();
 }
 
-// Every type the matrix kernels decode, for the launchers' switches.
+// Every type the matrix kernels decode, for the launchers' switches, in five parts: the matmul
+// and expert kernels of each part are compiled in a file of their own (gpu_matmul_types_*.cu,
+// gpu_moe_types_*.cu), so a parallel build compiles them side by side (one file had taken
+// nvcc four minutes).
+#define DS4_GPU_TYPES_PART_0(X) X(0) X(1) X(2)
+#define DS4_GPU_TYPES_PART_1(X) X(8) X(10) X(12)
+#define DS4_GPU_TYPES_PART_2(X) X(16) X(30) X(39)
+#define DS4_GPU_TYPES_PART_3(X) X(100) X(101) X(102)
+#define DS4_GPU_TYPES_PART_4(X) X(103) X(104) X(107)
 #define DS4_GPU_FOR_EACH_TYPE(X) \
-    X(0) X(1) X(2) X(8) X(10) X(12) X(16) X(30) X(39) X(100) X(101) X(102) X(103) X(104) X(107)
+    DS4_GPU_TYPES_PART_0(X) DS4_GPU_TYPES_PART_1(X) DS4_GPU_TYPES_PART_2(X) DS4_GPU_TYPES_PART_3(X) DS4_GPU_TYPES_PART_4(X)
 
 }  // namespace gpu
 }  // namespace ds4

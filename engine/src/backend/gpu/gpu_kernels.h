@@ -34,7 +34,7 @@ struct MatmulSetJob {
     uint32_t type;
     const uint8_t* W;
     uint64_t row_bytes;
-    int64_t n_rows, tensor_rows;
+    int64_t n_rows;  // the whole tensor: a set's matrices are never row slices
     float* Y;
     int64_t ldy;
 };

@@ -10,11 +10,10 @@
 //      group of columns of a pass;
 //   3. down, likewise;
 //   4. per token and element, the weighted sum in k order, the shared expert last (double).
-// Each product is gpu_dot.h's group_dot with L from the expert's shape, so a token's output
-// never depends on which other tokens share the call (verify == decode).
-#include "backend/gpu/gpu_compat.h"
-#include "backend/gpu/gpu_math.h"  // before gpu_dot.h: core/numerics.h needs its device libm
-#include "backend/gpu/gpu_dot.h"
+// The expert kernels (2, 3) are gpu_moe_kernels.h's; each product is gpu_dot.h's group_dot with L
+// from the expert's shape, so a token's output never depends on which other tokens share the
+// call (verify == decode).
+#include "backend/gpu/gpu_moe_kernels.h"
 
 #include <stdint.h>
 
@@ -22,30 +21,6 @@ namespace {
 constexpr int kPlanMaxExperts = 2048;  // experts the plan kernel counts in shared memory
 constexpr int kPlanMaxPairs = 2048;    // (token, slot) pairs it copies to shared memory (more: read in place)
 constexpr int kPlanThreads = 256;
-constexpr int kMoeCols = 4;  // columns of one expert a block computes per pass over its rows (calls of several tokens)
-
-__device__ inline float clamped_swiglu(float gate, float up, double c) {
-    double g = gate, u = up;
-    if (c > 1e-6) {
-        g = ds4::num::min_f64(g, c);
-        u = ds4::num::min_f64(ds4::num::max_f64(u, -c), c);
-    }
-    return (float)(g * ds4::gpu::sigmoid(g) * u);
-}
-
-// The expert of block slot s and its columns [first, first + m); e < 0: no such expert.
-struct Group {
-    int64_t e, first, m;
-};
-// The shared expert (active null; column c is token c) gives slot s the NC columns from s NC.
-template <int NC>
-__device__ inline Group slot_group(const int32_t* active, const int32_t* n_active, const int32_t* count,
-                                   const int32_t* start, int64_t s, int64_t n_tokens) {
-    if (!active) return Group{0, s * NC, n_tokens - s * NC < NC ? n_tokens - s * NC : NC};
-    if (s >= *n_active) return Group{-1, 0, 0};
-    const int64_t e = active[s];
-    return Group{e, start[e], count[e]};
-}
 }  // namespace
 
 // One block (kPlanThreads threads; counts and starts in shared memory, NX <= kPlanMaxExperts).
@@ -126,106 +101,6 @@ extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n
     }
 }
 
-// Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)),
-// RH rows of gate and the same RH rows of up per group of lanes (one pass of 2 RH rows: their
-// loads are in flight together, and each row's arithmetic is its own), NC columns per pass
-// (1 when every expert has one column, as in decode: fewer registers).
-template <int NC, int RH, uint32_t TYPE>
-__global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_kernel(const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes,
-                                       uint64_t row_bytes, int64_t n_in, const float* h, const int32_t* active,
-                                       const int32_t* n_active, const int32_t* count, const int32_t* start,
-                                       const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act,
-                                       const uint64_t* grid, int L, int wide, int x4) {
-    ds4_kernel_entry();
-    constexpr int R = 2 * RH;
-    __shared__ float part[R * NC * ds4::gpu::kDotBlock];
-    const Group grp = slot_group<NC>(active, n_active, count, start, ds4_block_y(), n_tokens);
-    if (grp.e < 0) return;  // the whole block: no chosen expert for this slot
-    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r0 = ds4::gpu::group_row(ln, RH);
-    const bool live = r0 < F;
-    const uint8_t* rows[R];  // gate rows, then up rows; rows past the expert repeat its last row; dropped
-    for (int r = 0; r < RH; ++r) {
-        const uint64_t off = grp.e * expert_bytes + (uint64_t)(r0 + r < F ? r0 + r : F - 1) * row_bytes;
-        rows[r] = gate + off;
-        rows[RH + r] = up + off;
-    }
-    for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
-        const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
-        const float* x[NC];
-        for (int c = 0; c < NC; ++c) {
-            const int64_t col = grp.first + c0 + (c < nc ? c : 0);
-            x[c] = h + (int64_t)(tok_of ? tok_of[col] : col) * n_in;
-        }
-        float acc[R * NC], gu[R * NC];
-        for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
-        if (live) ds4::gpu::group_dot<NC, R, TYPE>(rows, n_in, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<R * NC>(acc, ln, part, gu);
-        if (live && ln.lane == 0) {
-            for (int r = 0; r < RH; ++r) {  // constant bounds: gu stays in registers
-                for (int c = 0; c < NC; ++c) {
-                    if (r0 + r < F && c < nc) {
-                        act[(grp.first + c0 + c) * F + r0 + r] =
-                            clamped_swiglu(gu[r * NC + c], gu[(RH + r) * NC + c], clamp);
-                    }
-                }
-            }
-        }
-    }
-}
-
-// Block (b, s): out[c * E + r] = down_e.row(r) . act[c], R rows per group as gate_up.
-template <int NC, int R, uint32_t TYPE>
-__global__ void DS4_DOT_BOUNDS ds4_moe_down_kernel(const uint8_t* down, uint64_t expert_bytes, uint64_t row_bytes, int64_t F,
-                                    const float* act, const int32_t* active, const int32_t* n_active,
-                                    const int32_t* count, const int32_t* start, int64_t n_tokens, int64_t E, float* out,
-                                    const uint64_t* grid, int L, int wide, int x4) {
-    ds4_kernel_entry();
-    __shared__ float part[R * NC * ds4::gpu::kDotBlock];
-    const Group grp = slot_group<NC>(active, n_active, count, start, ds4_block_y(), n_tokens);
-    if (grp.e < 0) return;
-    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
-    const int64_t r0 = ds4::gpu::group_row(ln, R);
-    const uint8_t* rows[R];
-    for (int r = 0; r < R; ++r) {
-        rows[r] = down + grp.e * expert_bytes + (uint64_t)(r0 + r < E ? r0 + r : E - 1) * row_bytes;
-    }
-    for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
-        const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
-        const float* x[NC];
-        for (int c = 0; c < NC; ++c) x[c] = act + (grp.first + c0 + (c < nc ? c : 0)) * F;
-        float acc[R * NC], y[R * NC];
-        for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
-        if (r0 < E) ds4::gpu::group_dot<NC, R, TYPE>(rows, F, ln, wide != 0, x, nc, x4 != 0, grid, acc);
-        ds4::gpu::group_reduce<R * NC>(acc, ln, part, y);
-        if (ln.lane == 0) {
-            for (int r = 0; r < R; ++r) {
-                for (int c = 0; c < NC; ++c) {
-                    if (r0 + r < E && c < nc) out[(grp.first + c0 + c) * E + r0 + r] = y[r * NC + c];
-                }
-            }
-        }
-    }
-}
-
-#define DS4_MOE_GATE_UP(NC, RH, T)                                                                               \
-    template __global__ void ds4_moe_gate_up_kernel<NC, RH, T>(const uint8_t*, const uint8_t*, uint64_t, uint64_t,      \
-                                                               int64_t, const float*, const int32_t*, const int32_t*,   \
-                                                               const int32_t*, const int32_t*, const int32_t*, int64_t, \
-                                                               int64_t, double, float*, const uint64_t*, int, int, int);
-#define DS4_MOE_DOWN(NC, R, T)                                                                                    \
-    template __global__ void ds4_moe_down_kernel<NC, R, T>(const uint8_t*, uint64_t, uint64_t, int64_t, const float*, \
-                                                           const int32_t*, const int32_t*, const int32_t*,            \
-                                                           const int32_t*, int64_t, int64_t, float*, const uint64_t*, \
-                                                           int, int, int);
-// gate_up's rows per group are 2 RH (gate_up_rows_half); down's 1 or max_group_rows<NC>().
-// The shared expert's calls of more than 8 tokens: kWideRows rows per group (gate_up: half of gate).
-#define DS4_MOE_INSTANCES(T)                                                                           \
-    DS4_MOE_GATE_UP(1, 1, T) DS4_MOE_GATE_UP(1, ds4::gpu::max_group_rows<1>() / 2, T)                  \
-    DS4_MOE_GATE_UP(kMoeCols, 1, T) DS4_MOE_DOWN(1, 1, T) DS4_MOE_DOWN(1, ds4::gpu::max_group_rows<1>(), T) \
-    DS4_MOE_DOWN(kMoeCols, 1, T) DS4_MOE_DOWN(kMoeCols, ds4::gpu::max_group_rows<kMoeCols>(), T)         \
-    DS4_MOE_GATE_UP(kMoeCols, ds4::gpu::kWideRows / 2, T) DS4_MOE_DOWN(kMoeCols, ds4::gpu::kWideRows, T)
-DS4_GPU_FOR_EACH_TYPE(DS4_MOE_INSTANCES)
 
 // One thread per (token, element): y = sum_k w_k out[col(i, k)] + shared, in double.
 extern "C" __global__ void ds4_moe_combine_kernel(const float* out, const float* out_sh, const int32_t* col_of,
@@ -244,6 +119,7 @@ extern "C" __global__ void ds4_moe_combine_kernel(const float* out, const float*
     y[k] = (float)acc;
 }
 
+
 #if DS4_GPU_HOST_CODE
 #include <algorithm>
 #include <string>
@@ -258,31 +134,29 @@ namespace {
 
 // One matrix (gate+up or down) of a set of experts: where it is and how it is reduced.
 struct ExpertMatrix {
-    uint32_t type;
+    MoeKernels kernels;
     int64_t rows, n_in;
     uint64_t row_bytes, expert_bytes;
     int L, wide;
     bool many;  // row_groups_for: groups of max_group_rows<NC>() rows
 };
 
-template <uint32_t T>
-ExpertMatrix shape_of(int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_bytes, uint64_t expert_bytes,
-                      const void* base) {
-    // Lanes from the experts' shape and how many a token uses, never from the call's tokens.
-    const int L = dot_lanes(rows * n_used, n_in);
-    return ExpertMatrix{T,  rows, n_in, row_bytes, expert_bytes, L, dot_wide<T>(base, row_bytes | expert_bytes),
-                        row_groups_for(rows * n_used)};
+// The expert kernels of a weight type (gpu_moe_types_*.cu compile them, a part of the types each).
+MoeKernels kernels_of(uint32_t type) {
+    MoeKernels k{};
+    if (moe_kernels_part0(type, &k) || moe_kernels_part1(type, &k) || moe_kernels_part2(type, &k) ||
+        moe_kernels_part3(type, &k) || moe_kernels_part4(type, &k)) {
+        return k;
+    }
+    throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(type));
 }
 
 ExpertMatrix expert_matrix(uint32_t type, int64_t rows, int64_t n_in, int64_t n_used, uint64_t row_bytes,
                            uint64_t expert_bytes, const void* base) {
-    switch (type) {
-#define DS4_CASE(T) \
-    case T: return shape_of<T>(rows, n_in, n_used, row_bytes, expert_bytes, base);
-        DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
-#undef DS4_CASE
-        default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(type));
-    }
+    // Lanes from the experts' shape and how many a token uses, never from the call's tokens.
+    const MoeKernels ks = kernels_of(type);
+    return ExpertMatrix{ks,  rows, n_in, row_bytes, expert_bytes, dot_lanes(rows * n_used, n_in),
+                        dot_wide_at(ks.wide_alignment, base, row_bytes | expert_bytes), row_groups_for(rows * n_used)};
 }
 
 // Rows per group of the down kernel for one (decode) or kMoeCols columns; gate_up's groups
@@ -304,28 +178,13 @@ dim3 grid_of(const ExpertMatrix& m, int64_t slots, int rows_per_group) {
     return dim3(dot_row_blocks(m.rows, m.L, rows_per_group), (unsigned)slots);
 }
 
-using GateUpKernel = void (*)(const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, const float*,
-                              const int32_t*, const int32_t*, const int32_t*, const int32_t*, const int32_t*, int64_t,
-                              int64_t, double, float*, const uint64_t*, int, int, int);
-using DownKernel = void (*)(const uint8_t*, uint64_t, uint64_t, int64_t, const float*, const int32_t*, const int32_t*,
-                            const int32_t*, const int32_t*, int64_t, int64_t, float*, const uint64_t*, int, int, int);
-
-template <uint32_t T>
 GateUpKernel gate_up_kernel(const ExpertMatrix& m, bool one, bool wide) {
-    constexpr int RH1 = max_group_rows<1>() / 2;
-    static_assert(max_group_rows<kMoeCols>() / 2 == 1, "gate_up of kMoeCols columns: one row of gate and of up");
-    if (wide) return ds4_moe_gate_up_kernel<kMoeCols, kWideRows / 2, T>;
-    if (one) {
-        return gate_up_rows_half(m, one) == RH1 ? ds4_moe_gate_up_kernel<1, RH1, T> : ds4_moe_gate_up_kernel<1, 1, T>;
-    }
-    return ds4_moe_gate_up_kernel<kMoeCols, 1, T>;
+    if (wide) return m.kernels.gate_up_wide;
+    return one ? m.kernels.gate_up_one[gate_up_rows_half(m, one) == 1 ? 0 : 1] : m.kernels.gate_up_cols;
 }
-template <uint32_t T>
 DownKernel down_kernel(const ExpertMatrix& m, bool one, bool wide) {
-    constexpr int R1 = max_group_rows<1>(), RC = max_group_rows<kMoeCols>();
-    if (wide) return ds4_moe_down_kernel<kMoeCols, kWideRows, T>;
-    if (one) return m.many ? ds4_moe_down_kernel<1, R1, T> : ds4_moe_down_kernel<1, 1, T>;
-    return m.many ? ds4_moe_down_kernel<kMoeCols, RC, T> : ds4_moe_down_kernel<kMoeCols, 1, T>;
+    if (wide) return m.kernels.down_wide;
+    return (one ? m.kernels.down_one : m.kernels.down_cols)[m.many ? 1 : 0];
 }
 
 // Whether the routed experts of a call of several tokens run the one-column kernels (a pass
@@ -346,14 +205,7 @@ void gate_up(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* gate,
              const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,
              const int32_t* tok_of, int64_t n_tokens, double clamp, float* act, const uint64_t* grid, Passes ps) {
     const int x4 = dot_x_aligned(h, m.n_in);
-    GateUpKernel k = nullptr;
-    switch (m.type) {
-#define DS4_CASE(T) \
-    case T: k = gate_up_kernel<T>(m, ps.one, ps.wide); break;
-        DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
-#undef DS4_CASE
-        default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
-    }
+    const GateUpKernel k = gate_up_kernel(m, ps.one, ps.wide);
     ds4_launch(k, grid_of(m, slots, ps.rows_gate_up_half(m)), dim3(kDotBlock), s, gate, up, m.expert_bytes,
                m.row_bytes, m.n_in, h, active, n_active, count, start, tok_of, n_tokens, m.rows, clamp, act, grid, m.L,
                m.wide, x4);
@@ -364,14 +216,7 @@ void down(const ExpertMatrix& m, int64_t slots, void* s, const uint8_t* w, const
           const int32_t* n_active, const int32_t* count, const int32_t* start, int64_t n_tokens, float* out,
           const uint64_t* grid, Passes ps) {
     const int x4 = dot_x_aligned(act, m.n_in);
-    DownKernel k = nullptr;
-    switch (m.type) {
-#define DS4_CASE(T) \
-    case T: k = down_kernel<T>(m, ps.one, ps.wide); break;
-        DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
-#undef DS4_CASE
-        default: throw UnsupportedError(DS4_GPU_WHO ": moe has no kernel for ggml type " + std::to_string(m.type));
-    }
+    const DownKernel k = down_kernel(m, ps.one, ps.wide);
     ds4_launch(k, grid_of(m, slots, ps.rows_down(m)), dim3(kDotBlock), s, w, m.expert_bytes, m.row_bytes, m.n_in,
                act, active, n_active, count, start, n_tokens, m.rows, out, grid, m.L, m.wide, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_kernel");
@@ -425,3 +270,4 @@ void launch_moe_combine(const MoeLaunch& a, void* s) {
 }  // namespace gpu
 }  // namespace ds4
 #endif
+

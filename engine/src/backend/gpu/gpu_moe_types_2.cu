@@ -1,0 +1,6 @@
+// The expert kernels of the weight types of part 2 (gpu_dot.h DS4_GPU_TYPES_PART_2), compiled
+// apart from the other parts' so a parallel build runs them side by side.
+#include "backend/gpu/gpu_moe_kernels.h"
+
+DS4_GPU_TYPES_PART_2(DS4_MOE_INSTANCES)
+DS4_MOE_PART_LOOKUP(2)
