@@ -148,66 +148,12 @@ __host__ __device__ constexpr int chunks_ahead() {
     return Walk::raw && Walk::chunks == 1 ? 8 / R : 4 / R;
 }
 
-// Blocks a lane of the block walk (lane_chunks) fetches per round: the rounds are
-// double-buffered (round k + 1's loads are in flight while round k is decoded), so a round takes
-// half of chunks_ahead's fetches and the lane's registers for raw words stay as they were;
-// where chunks_ahead is 1 (the K-quants' and whole-block walks of 4-row groups) a round keeps
-// its one fetch and the second buffer is extra.
-template <uint32_t TYPE, bool WIDE, int R>
-__host__ __device__ constexpr int walk_round() {
-    return chunks_ahead<TYPE, WIDE, R>() >= 2 ? chunks_ahead<TYPE, WIDE, R>() / 2 : 1;
-}
-
-// One round of the block walk: the fetches of blocks b0, b0 + step, ... (A of them; an index
-// past the end fetches the last block again, so the loads carry no branch), for R rows.
-template <int A, int R, class Walk>
-__device__ inline void walk_fetch(typename Walk::Raw (&raw)[A][R], const uint8_t* const* rows, int64_t b0,
-                                  int64_t step, int64_t blocks, int slot, const uint64_t* grid) {
-#pragma unroll
-    for (int u = 0; u < A; ++u) {
-        const int64_t b = b0 + u * step < blocks ? b0 + u * step : blocks - 1;
-#pragma unroll
-        for (int r = 0; r < R; ++r) Walk::fetch(rows[r], b, blocks, slot, grid, raw[u][r]);
-    }
-}
-
-// The round's chunks decoded and multiplied in order (a repeated block's products dropped).
-template <int NC, int A, int R, class Walk, int QK>
-__device__ inline void walk_use(const typename Walk::Raw (&raw)[A][R], int64_t b0, int64_t step, int64_t blocks,
-                                int slot, const float* const* x, int nc, bool x4, float* acc) {
-#pragma unroll
-    for (int u = 0; u < A; ++u) {
-        const bool live = b0 + u * step < blocks;
-        const int64_t b = live ? b0 + u * step : blocks - 1;
-#pragma unroll
-        for (int s = 0; s < Walk::chunks; ++s) {
-            float w[R][kChunk], d[R], m[R];
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                if constexpr (Walk::affine) {
-                    d[r] = Walk::decode(raw[u][r], slot, s, w[r], &m[r]);
-                } else {
-                    d[r] = Walk::decode(raw[u][r], slot, s, w[r]);
-                }
-            }
-            chunk_products<NC, R>(w, d, Walk::affine ? m : nullptr, b * QK + Walk::j0(slot, s), kChunk, live, x, nc,
-                                  x4, acc);
-        }
-    }
-}
-
-// The lane's chunks of R rows in order. Quant rows of whole blocks: the block walk, A blocks a
-// round, fetched and then decoded; with PIPE in rounds of walk_round blocks, the next round's
-// loads issued before this round is decoded (a round that fetched and then decoded leaves the
-// lane's loads idle while it computes, and the SM's too when its warps keep step). PIPE costs
-// registers: the decode GEMVs take it (gpu_matmul_kernels.h, one column), kernels that spill
-// with it do not. Other rows: A chunks at a time, first
-// the loads of all A x R, then each decoded and multiplied in order. An index past the end
-// fetches the last block or chunk again and its products are dropped, so the loads carry no
-// branch (a plain unrolled loop left a bound check between chunks, and one chunk's loads in
-// flight). WIDE picks the decoder once, outside the loop. The chunks and their order are the
-// same whatever the rounds, so the rounds change no bit.
-template <int NC, int R, uint32_t TYPE, bool WIDE, bool PIPE>
+// The lane's chunks of R rows in order, A blocks at a time: first the loads of all A x R
+// (BlockWalk::fetch), then each decoded and multiplied in order. An index past the end fetches
+// the last block again and its products are dropped, so the loads carry no branch and are
+// in flight together (a plain unrolled loop left a bound check between chunks, and one
+// chunk's loads in flight). WIDE picks the decoder once, outside the loop.
+template <int NC, int R, uint32_t TYPE, bool WIDE>
 __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const Lanes& ln, const float* const* x,
                                    int nc, bool x4, const uint64_t* grid, float* acc) {
     constexpr int A = chunks_ahead<TYPE, WIDE, R>();
@@ -221,29 +167,31 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
             // slot, and the offsets and shifts that follow from the slot are computed once.
             const int slot = ln.lane % per_block;
             const int64_t blocks = n / QK, step = ln.L / per_block;
-            if constexpr (!PIPE) {
-                for (int64_t b0 = ln.lane / per_block; b0 < blocks; b0 += A * step) {
-                    typename Walk::Raw raw[A][R];
-                    walk_fetch<A, R, Walk>(raw, rows, b0, step, blocks, slot, grid);
-                    walk_use<NC, A, R, Walk, QK>(raw, b0, step, blocks, slot, x, nc, x4, acc);
+            for (int64_t b0 = ln.lane / per_block; b0 < blocks; b0 += A * step) {
+                typename Walk::Raw raw[A][R];
+#pragma unroll
+                for (int u = 0; u < A; ++u) {
+                    const int64_t b = b0 + u * step < blocks ? b0 + u * step : blocks - 1;
+#pragma unroll
+                    for (int r = 0; r < R; ++r) Walk::fetch(rows[r], b, blocks, slot, grid, raw[u][r]);
                 }
-                return;
-            }
-            constexpr int P = walk_round<TYPE, WIDE, R>();
-            const int64_t round = P * step;
-            typename Walk::Raw cur[P][R];
-            int64_t b0 = ln.lane / per_block;
-            if (b0 < blocks) walk_fetch<P, R, Walk>(cur, rows, b0, step, blocks, slot, grid);
-            for (; b0 < blocks; b0 += round) {
-                typename Walk::Raw next[P][R];
-                const bool more = b0 + round < blocks;
-                if (more) walk_fetch<P, R, Walk>(next, rows, b0 + round, step, blocks, slot, grid);
-                walk_use<NC, P, R, Walk, QK>(cur, b0, step, blocks, slot, x, nc, x4, acc);
-                if (more) {
 #pragma unroll
-                    for (int u = 0; u < P; ++u) {
+                for (int u = 0; u < A; ++u) {
+                    const bool live = b0 + u * step < blocks;
+                    const int64_t b = live ? b0 + u * step : blocks - 1;
 #pragma unroll
-                        for (int r = 0; r < R; ++r) cur[u][r] = next[u][r];
+                    for (int s = 0; s < Walk::chunks; ++s) {
+                        float w[R][kChunk], d[R], m[R];
+#pragma unroll
+                        for (int r = 0; r < R; ++r) {
+                            if constexpr (Walk::affine) {
+                                d[r] = Walk::decode(raw[u][r], slot, s, w[r], &m[r]);
+                            } else {
+                                d[r] = Walk::decode(raw[u][r], slot, s, w[r]);
+                            }
+                        }
+                        chunk_products<NC, R>(w, d, Walk::affine ? m : nullptr, b * QK + Walk::j0(slot, s), kChunk,
+                                              live, x, nc, x4, acc);
                     }
                 }
             }
@@ -271,20 +219,20 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
     }
 }
 
-// acc[r * NC + c] (per lane) += the lane's share of rows[r] . x[c] for c < nc (PIPE: lane_chunks). Every row
+// acc[r * NC + c] (per lane) += the lane's share of rows[r] . x[c] for c < nc. Every row
 // pointer must be a row of the matrix (callers repeat the last row for rows past it and drop
 // their results). wide: the rows allow load_chunk_wide's loads; x4: every x[c] is 16-byte
 // aligned.
-template <int NC, int R, uint32_t TYPE, bool PIPE = false>
+template <int NC, int R, uint32_t TYPE>
 __device__ inline void group_dot(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
                                  const float* const* x, int nc, bool x4, const uint64_t* grid, float* acc) {
     if constexpr (wide_alignment<TYPE>() != 0) {
         if (wide) {
-            lane_chunks<NC, R, TYPE, true, PIPE>(rows, n, ln, x, nc, x4, grid, acc);
+            lane_chunks<NC, R, TYPE, true>(rows, n, ln, x, nc, x4, grid, acc);
             return;
         }
     }
-    lane_chunks<NC, R, TYPE, false, PIPE>(rows, n, ln, x, nc, x4, grid, acc);
+    lane_chunks<NC, R, TYPE, false>(rows, n, ln, x, nc, x4, grid, acc);
 }
 
 // The groups' partial sums added in the fixed tree (gpu_tree.h): on return out[c] holds sum c

@@ -37,9 +37,7 @@ __device__ inline void matmul_block(const uint8_t* W, uint64_t row_bytes, int64_
     for (int r = 0; r < R; ++r) rows[r] = W + (uint64_t)(r0 + r < n_rows ? r0 + r : n_rows - 1) * row_bytes;
     float acc[R * NC], out[R * NC];
     for (int c = 0; c < R * NC; ++c) acc[c] = 0.0f;
-    // One column (decode): the walk double-buffered (gpu_dot.h lane_chunks PIPE); wider batches
-    // spill with it.
-    if (r0 < n_rows) ds4::gpu::group_dot<NC, R, TYPE, NC == 1>(rows, n, ln, wide != 0, x, nc, x4 != 0, grid, acc);
+    if (r0 < n_rows) ds4::gpu::group_dot<NC, R, TYPE>(rows, n, ln, wide != 0, x, nc, x4 != 0, grid, acc);
     ds4::gpu::group_reduce<R * NC>(acc, ln, part, out);
     if (ln.lane == 0) {
         for (int r = 0; r < R; ++r) {  // constant bounds: out stays in registers
