@@ -403,6 +403,9 @@ public:
         a.act_sh = a.act + P * a.exp.F;
         a.out = scratch<float>(kSlotMoeOut, P * a.E + n_tokens * a.E);
         a.out_sh = a.out + P * a.E;
+        if (gpu::int8_experts_for(a.exp, a.E)) {
+            a.int8 = scratch<uint8_t>(kSlotMoeInt8, gpu::int8_scratch_bytes(n_tokens, n_used, a.E, a.exp.F));
+        }
         run_beside([&](ds4_gpu_stream_t st) { gpu::launch_moe_shared(a, st); });  // reads only h
         gpu::launch_moe_routed(a, stream_);
         join_side();
@@ -685,6 +688,7 @@ private:
         kSlotMoePlan,
         kSlotMoeAct,
         kSlotMoeOut,
+        kSlotMoeInt8,
         kSlotScores,
         kSlotAttnPart,
         kSlots

@@ -129,6 +129,9 @@ struct MoeLaunch {
     int32_t *count = nullptr, *start = nullptr, *col_of = nullptr, *tok_of = nullptr;
     int32_t *active = nullptr, *n_active = nullptr;  // the chosen experts in ascending id order, and how many
     float *act = nullptr, *act_sh = nullptr, *out = nullptr, *out_sh = nullptr;
+    // Non-null: the routed experts run on int8 columns (gpu_moe_int8.cu), this scratch of
+    // int8_scratch_bytes holding them.
+    uint8_t* int8 = nullptr;
     const uint64_t* grid = nullptr;
     int* fault = nullptr;
 };
@@ -137,6 +140,16 @@ struct MoeLaunch {
 void launch_moe_routed(const MoeLaunch& a, void* s);
 void launch_moe_shared(const MoeLaunch& a, void* s);
 void launch_moe_combine(const MoeLaunch& a, void* s);
+
+// ---- gpu_moe_int8.cu ----
+// Whether the routed experts run on int8 columns: DS4KIT_GPU_INT8=experts (default never;
+// another value: ArgumentError naming the variable) and Q2_K gate, up and down with E and F
+// multiples of 32.
+bool int8_experts_for(const MoeMats& exp, int64_t E);
+// Bytes of MoeLaunch::int8 for a call of n_tokens tokens of K experts each.
+int64_t int8_scratch_bytes(int64_t n_tokens, int64_t K, int64_t E, int64_t F);
+// launch_moe_routed's gate, up and down (after its plan) on int8 columns, over `slots` slots.
+void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, void* s);
 
 // ---- gpu_state.cu ----
 void launch_kv_store(const float* kv, int64_t n, int64_t D, StepPos p0, int64_t ring_rows, uint16_t* ring, void* s);

@@ -1,0 +1,129 @@
+// Int8 columns for the Q2_K experts (docs/gpu-backend.md, "int8 columns"; opt-in with
+// DS4KIT_GPU_INT8=experts, gpu_moe_int8.cu): a column of n values (n a multiple of 32) becomes
+// n int8 codes and n / 32 float scales, per 32 values d = amax / 127 and q = rint(x / d) (half to
+// even; d = 0 gives q = 0), as tests/reference/ds4_ref_int8.py quantise_int8 writes it. A Q2_K
+// sub-block's 16 codes times the column's 16 int8 values are then an exact integer (four dp4a), where
+// the float walk (gpu_dot.h) spends about 5 instructions a weight: the expert GEMVs of decode
+// are issue-bound (Nsight Compute on the H200, run 20: issue slots 69% busy, DRAM 21%). A lane
+// takes whole sub-blocks of 16 (lane_dot_q2k_int8), so a scale and min serve four dp4a.
+// The lanes' sums go through gpu_tree.h's tree, so a row's value depends on L only (the
+// matrix's shape), never on the call's columns.
+#pragma once
+#include <stdint.h>
+
+#include "backend/gpu/gpu_compat.h"
+#include "backend/gpu/gpu_dequant.h"
+#include "backend/gpu/gpu_dot.h"
+
+namespace ds4 {
+namespace gpu {
+
+constexpr int kInt8Block = 32;  // values per int8 scale
+
+// Four products of signed bytes added to c: exact, so every form gives the same integer.
+__device__ inline int dot4_s8(uint32_t a, uint32_t b, int c) {
+#if defined(__CUDA_ARCH__) && !defined(__clang__)
+    return __dp4a((int)a, (int)b, c);
+#else
+    for (int k = 0; k < 4; ++k) c += (int)(int8_t)(a >> (8 * k)) * (int)(int8_t)(b >> (8 * k));
+    return c;
+#endif
+}
+
+// (float)v for |v| < 2^22 without the int-to-float unit: 1.5 * 2^23 + v is a float with v in
+// its low bits.
+__device__ inline float small_int_to_f32(int v) {
+    return ds4::num::f32_of((uint32_t)(0x4B400000 + v)) - 12582912.0f;
+}
+
+// Round half to even (the current rounding mode, which kernels never change).
+__device__ inline float round_even(float x) {
+#if defined(__CUDA_ARCH__) && !defined(__clang__)
+    return rintf(x);
+#else
+    return __builtin_rintf(x);
+#endif
+}
+
+// The int8 code of v in a block of scale d = amax / 127 (d = 0: 0), as quantise_int8 computes
+// it (the division correctly rounded, as nvcc and HIP compile it by default).
+__device__ inline int8_t int8_code(float v, float d) {
+    float r = d == 0.0f ? 0.0f : round_even(v / d);
+    r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
+    return (int8_t)(int)r;
+}
+
+// What a lane of the int8 walk reads of one Q2_K block for one row: a quarter of it, the 64
+// weights at 128 n + 32 j + 16 h + k (j = 0..3, k = 0..15; slot = 2 n + h), which are 4
+// sub-blocks of 16 and share the 16 code bytes at 32 n + 16 h (sub-block j is bits 2j, 2j + 1
+// of each); their 4 scale bytes lie in the 8 at 8 n; and d, dmin.
+struct Q2KQuarter {
+    uint32_t q[4], sc0, sc1, dd;
+};
+template <bool WIDE>
+__device__ inline void fetch_q2k_quarter(const uint8_t* row, int64_t blk, int slot, Q2KQuarter& r) {
+    const uint8_t* b = row + blk * 84;
+    const int n = slot / 2, h = slot % 2;
+#pragma unroll
+    for (int m = 0; m < 4; ++m) r.q[m] = word_at<WIDE>(b, 16 + 32 * n + 16 * h + 4 * m);
+    r.sc0 = word_at<WIDE>(b, 8 * n);
+    r.sc1 = word_at<WIDE>(b, 8 * n + 4);
+    r.dd = word_at<WIDE>(b, 80);
+}
+
+// acc[r] (per lane) += the lane's share of rows[r] . x for R Q2_K rows of n values against one
+// int8 column (codes xq, scales xd), a quarter block a step: lane l takes quarter l % 4 of
+// blocks l / 4, l / 4 + L / 4, ...; per sub-block j of it, with isum the 16 codes' integer dot
+// with the column's int8 values, sq those values' sum and dx their block's scale,
+// acc = fma(dl, dx * isum, acc), then acc = fma(-ml, dx * sq, acc) (dl, ml: the sub-block's scale
+// and min as gpu_dequant.h q2k_scale_min gives them). WIDE: the rows allow word loads. Every row
+// pointer must be a row of the matrix (callers repeat the last row past its end).
+template <int R, bool WIDE>
+__device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln, const int8_t* xq,
+                                         const float* xd, float* acc) {
+    constexpr int per_block = 4;
+    const int slot = ln.lane % per_block, half = slot / 2, h = slot % 2;
+    const int64_t blocks = n / 256, step = ln.L / per_block;
+    for (int64_t b = ln.lane / per_block; b < blocks; b += step) {
+        Q2KQuarter raw[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) fetch_q2k_quarter<WIDE>(rows[r], b, slot, raw[r]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int64_t e = b * 256 + 128 * half + 32 * j + 16 * h;  // the sub-block's first element
+            const uint4_t xw = *reinterpret_cast<const uint4_t*>(xq + e);
+            const float dx = xd[e / kInt8Block];
+            int sq = dot4_s8(0x01010101u, xw.a, 0);
+            sq = dot4_s8(0x01010101u, xw.b, sq);
+            sq = dot4_s8(0x01010101u, xw.c, sq);
+            sq = dot4_s8(0x01010101u, xw.d, sq);
+            const float dsq = dx * small_int_to_f32(sq);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                int isum = dot4_s8((raw[r].q[0] >> (2 * j)) & 0x03030303u, xw.a, 0);
+                isum = dot4_s8((raw[r].q[1] >> (2 * j)) & 0x03030303u, xw.b, isum);
+                isum = dot4_s8((raw[r].q[2] >> (2 * j)) & 0x03030303u, xw.c, isum);
+                isum = dot4_s8((raw[r].q[3] >> (2 * j)) & 0x03030303u, xw.d, isum);
+                // Sub-block 8 half + 2 j + h: byte (2 j + h) % 4 of scale word j / 2.
+                const uint32_t sc = ((j < 2 ? raw[r].sc0 : raw[r].sc1) >> (8 * ((2 * j + h) % 4))) & 0xFFu;
+                float ml;
+                const float dl = q2k_scale_min(raw[r].dd, sc, &ml);
+                acc[r] = ds4_fmaf(dl, dx * small_int_to_f32(isum), acc[r]);
+                acc[r] = ds4_fmaf(-ml, dsq, acc[r]);
+            }
+        }
+    }
+}
+
+template <int R>
+__device__ inline void group_dot_q2k_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
+                                          const int8_t* xq, const float* xd, float* acc) {
+    if (wide) {
+        lane_dot_q2k_int8<R, true>(rows, n, ln, xq, xd, acc);
+    } else {
+        lane_dot_q2k_int8<R, false>(rows, n, ln, xq, xd, acc);
+    }
+}
+
+}  // namespace gpu
+}  // namespace ds4

@@ -1,0 +1,199 @@
+// The routed Q2_K experts on int8 columns (gpu_int8.h), opt-in with DS4KIT_GPU_INT8=experts:
+// after gpu_moe.cu's plan, h is quantised per token, gate and up run on it, the SwiGLU output
+// is quantised per column, and down runs on that. Every path of a token (decode, verify,
+// prefill) takes these kernels, one column per pass, so a token's output never depends on the
+// call (verify == decode); the oracle is the float64 reference with int8 columns
+// (tests/reference/ds4_ref_int8.py), not the CPU engine, whose columns stay float.
+#include "backend/gpu/gpu_int8.h"
+#include "backend/gpu/gpu_moe_kernels.h"  // Group, slot_group, clamped_swiglu
+
+#include <stdint.h>
+
+namespace {
+constexpr int kQuantThreads = 256;  // a thread per value: 8 int8 blocks a block
+static_assert(kQuantThreads % ds4::gpu::kInt8Block == 0, "whole int8 blocks a block");
+}  // namespace
+
+// Thread i: value i of the `values` values at x (contiguous columns whose lengths are
+// multiples of 32) into q[i], and d[i / 32] by the block's first thread. The block's amax is a
+// max (no rounding: any order gives it), here a tree over shared memory.
+extern "C" __global__ void ds4_int8_columns_kernel(const float* x, int64_t values, int8_t* q, float* d) {
+    ds4_kernel_entry();
+    __shared__ float mag[kQuantThreads];
+    const int t = (int)ds4_thread_x();
+    const int64_t i = (int64_t)ds4_block_x() * kQuantThreads + t;
+    const float v = i < values ? x[i] : 0.0f;
+    mag[t] = ds4::num::abs_f32(v);
+    ds4_sync_block();
+    for (int w = ds4::gpu::kInt8Block / 2; w > 0; w /= 2) {
+        if (t % ds4::gpu::kInt8Block < w) mag[t] = mag[t] < mag[t + w] ? mag[t + w] : mag[t];
+        ds4_sync_block();
+    }
+    const float scale = mag[t - t % ds4::gpu::kInt8Block] / 127.0f;
+    if (i < values) {
+        q[i] = ds4::gpu::int8_code(v, scale);
+        if (t % ds4::gpu::kInt8Block == 0) d[i / ds4::gpu::kInt8Block] = scale;
+    }
+}
+
+// Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)) for
+// the s-th chosen expert's columns c, RH rows of gate and the same of up a group (as
+// gpu_moe_kernels.h's gate_up, one column a pass); h as int8 columns (hq, hd) per token.
+template <int RH>
+__global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_q2k_int8_kernel(
+    const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes, uint64_t row_bytes, int64_t n_in, const int8_t* hq,
+    const float* hd, const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,
+    const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act, int L, int wide) {
+    ds4_kernel_entry();
+    constexpr int R = 2 * RH;
+    __shared__ float part[R * ds4::gpu::kDotBlock];
+    const Group grp = slot_group<1>(active, n_active, count, start, ds4_block_y(), n_tokens);
+    if (grp.e < 0) return;  // the whole block
+    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
+    const int64_t r0 = ds4::gpu::group_row(ln, RH);
+    const bool live = r0 < F;
+    const uint8_t* rows[R];  // gate rows, then up rows; rows past the expert repeat its last row; dropped
+    for (int r = 0; r < RH; ++r) {
+        const uint64_t off = grp.e * expert_bytes + (uint64_t)(r0 + r < F ? r0 + r : F - 1) * row_bytes;
+        rows[r] = gate + off;
+        rows[RH + r] = up + off;
+    }
+    for (int64_t c = 0; c < grp.m; ++c) {
+        const int64_t col = grp.first + c, tok = tok_of ? tok_of[col] : col;
+        float acc[R], gu[R];
+        for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+        if (live) {
+            ds4::gpu::group_dot_q2k_int8<R>(rows, n_in, ln, wide != 0, hq + tok * n_in,
+                                            hd + tok * (n_in / ds4::gpu::kInt8Block), acc);
+        }
+        ds4::gpu::group_reduce<R>(acc, ln, part, gu);
+        if (live && ln.lane == 0) {
+            for (int r = 0; r < RH; ++r) {
+                if (r0 + r < F) act[col * F + r0 + r] = clamped_swiglu(gu[r], gu[RH + r], clamp);
+            }
+        }
+    }
+}
+
+// Block (b, s): out[c * E + r] = down_e.row(r) . act(c), R rows a group; act as int8 columns.
+template <int R>
+__global__ void DS4_DOT_BOUNDS ds4_moe_down_q2k_int8_kernel(const uint8_t* down, uint64_t expert_bytes,
+                                                            uint64_t row_bytes, int64_t F, const int8_t* aq,
+                                                            const float* ad, const int32_t* active,
+                                                            const int32_t* n_active, const int32_t* count,
+                                                            const int32_t* start, int64_t n_tokens, int64_t E,
+                                                            float* out, int L, int wide) {
+    ds4_kernel_entry();
+    __shared__ float part[R * ds4::gpu::kDotBlock];
+    const Group grp = slot_group<1>(active, n_active, count, start, ds4_block_y(), n_tokens);
+    if (grp.e < 0) return;
+    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
+    const int64_t r0 = ds4::gpu::group_row(ln, R);
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) {
+        rows[r] = down + grp.e * expert_bytes + (uint64_t)(r0 + r < E ? r0 + r : E - 1) * row_bytes;
+    }
+    for (int64_t c = 0; c < grp.m; ++c) {
+        const int64_t col = grp.first + c;
+        float acc[R], y[R];
+        for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+        if (r0 < E) {
+            ds4::gpu::group_dot_q2k_int8<R>(rows, F, ln, wide != 0, aq + col * F, ad + col * (F / ds4::gpu::kInt8Block),
+                                            acc);
+        }
+        ds4::gpu::group_reduce<R>(acc, ln, part, y);
+        if (ln.lane == 0) {
+            for (int r = 0; r < R; ++r) {
+                if (r0 + r < E) out[col * E + r0 + r] = y[r];
+            }
+        }
+    }
+}
+
+#define DS4_INT8_GATE_UP(RH)                                                                                           \
+    template __global__ void ds4_moe_gate_up_q2k_int8_kernel<RH>(                                                      \
+        const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, const int8_t*, const float*, const int32_t*,      \
+        const int32_t*, const int32_t*, const int32_t*, const int32_t*, int64_t, int64_t, double, float*, int, int);
+#define DS4_INT8_DOWN(R)                                                                                         \
+    template __global__ void ds4_moe_down_q2k_int8_kernel<R>(const uint8_t*, uint64_t, uint64_t, int64_t,          \
+                                                             const int8_t*, const float*, const int32_t*,          \
+                                                             const int32_t*, const int32_t*, const int32_t*, int64_t, \
+                                                             int64_t, float*, int, int);
+// One-row groups, and max_group_rows<1>() rows (gate_up: half of them of gate).
+DS4_INT8_GATE_UP(1)
+DS4_INT8_GATE_UP(2)
+DS4_INT8_DOWN(1)
+DS4_INT8_DOWN(4)
+static_assert(ds4::gpu::max_group_rows<1>() == 4, "the instances above are for groups of 1 and 4 rows");
+
+#if DS4_GPU_HOST_CODE
+#include <algorithm>
+
+#include "backend/gpu/gpu_kernels.h"
+#include "backend/gpu/gpu_runtime.h"
+
+namespace ds4 {
+namespace gpu {
+
+namespace {
+constexpr uint32_t kQ2K = 10;
+
+// Where the int8 columns of `values` values sit in the scratch: the codes, then the scales on
+// 16 bytes.
+int64_t scales_offset(int64_t values) { return (values + 15) / 16 * 16; }
+
+void int8_columns(const float* x, int64_t n, int64_t cols, uint8_t* scratch, void* s) {
+    const int64_t values = cols * n;
+    ds4_launch(ds4_int8_columns_kernel, dim3((unsigned)((values + kQuantThreads - 1) / kQuantThreads)),
+               dim3(kQuantThreads), s, x, values, reinterpret_cast<int8_t*>(scratch),
+               reinterpret_cast<float*>(scratch + scales_offset(values)));
+    DS4_GPU_CHECK_LAUNCH("ds4_int8_columns_kernel");
+}
+}  // namespace
+
+bool int8_experts_for(const MoeMats& exp, int64_t E) {
+    // DS4KIT_GPU_INT8=never|experts: opt-in until the GPU tests hold every model to the int8 oracle.
+    if (env_choice("DS4KIT_GPU_INT8", {"never", "experts"}) != 1) return false;
+    return exp.type == kQ2K && exp.down_type == kQ2K && E % kInt8Block == 0 && exp.F % kInt8Block == 0;
+}
+
+int64_t int8_scratch_bytes(int64_t n_tokens, int64_t K, int64_t E, int64_t F) {
+    const int64_t values = std::max(n_tokens * E, n_tokens * K * F);
+    return scales_offset(values) + 4 * (values / kInt8Block);
+}
+
+void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, void* s) {
+    const MoeMats& x = a.exp;
+    const int64_t P = a.n_tokens * a.K;
+    const uint8_t* q = a.int8;
+    // gate and up: lanes, wide loads and row groups from the experts' shape, as gpu_moe.cu's.
+    const int Lg = dot_lanes(x.F * a.K, a.E);
+    const int wide_g = dot_wide_at(4, x.gate, x.gate_up_row_bytes | x.gate_up_expert_bytes) &
+                       dot_wide_at(4, x.up, x.gate_up_row_bytes | x.gate_up_expert_bytes);
+    const int RH = row_groups_for(x.F * a.K) ? max_group_rows<1>() / 2 : 1;
+    int8_columns(a.h, a.E, a.n_tokens, a.int8, s);
+    const auto* hq = reinterpret_cast<const int8_t*>(q);
+    const auto* hd = reinterpret_cast<const float*>(q + scales_offset(a.n_tokens * a.E));
+    ds4_launch(RH == 1 ? ds4_moe_gate_up_q2k_int8_kernel<1> : ds4_moe_gate_up_q2k_int8_kernel<2>,
+               dim3(dot_row_blocks(x.F, Lg, RH), (unsigned)slots), dim3(kDotBlock), s, x.gate, x.up,
+               x.gate_up_expert_bytes, x.gate_up_row_bytes, a.E, hq, hd, a.active, a.n_active, a.count, a.start,
+               a.tok_of, a.n_tokens, x.F, a.clamp, a.act, Lg, wide_g);
+    DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_q2k_int8_kernel");
+    // down, on the SwiGLU output (P columns of F) quantised into the same scratch (h's codes are
+    // no longer read: the stream orders the launches).
+    const int Ld = dot_lanes(a.E * a.K, x.F);
+    const int wide_d = dot_wide_at(4, x.down, x.down_row_bytes | x.down_expert_bytes);
+    const int R = row_groups_for(a.E * a.K) ? max_group_rows<1>() : 1;
+    int8_columns(a.act, x.F, P, a.int8, s);
+    const auto* aq = reinterpret_cast<const int8_t*>(q);
+    const auto* ad = reinterpret_cast<const float*>(q + scales_offset(P * x.F));
+    ds4_launch(R == 1 ? ds4_moe_down_q2k_int8_kernel<1> : ds4_moe_down_q2k_int8_kernel<4>,
+               dim3(dot_row_blocks(a.E, Ld, R), (unsigned)slots), dim3(kDotBlock), s, x.down, x.down_expert_bytes,
+               x.down_row_bytes, x.F, aq, ad, a.active, a.n_active, a.count, a.start, a.n_tokens, a.E, a.out, Ld,
+               wide_d);
+    DS4_GPU_CHECK_LAUNCH("ds4_moe_down_q2k_int8_kernel");
+}
+
+}  // namespace gpu
+}  // namespace ds4
+#endif

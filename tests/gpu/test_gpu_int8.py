@@ -1,0 +1,122 @@
+"""The routed Q2_K experts on int8 columns (DS4KIT_GPU_INT8=experts, gpu_moe_int8.cu) on the GPU.
+
+With the switch, each routed expert's input column (the token's normalised h for gate and up,
+the SwiGLU output for down) is rounded to int8 per 32 values before the product, so the GPU
+no longer computes what the CPU engine computes (float columns). The oracle is the numpy
+float64 reference with those columns rounded the same way (tests/reference/ds4_ref_int8.py
+Int8Columns, which shares no code with the kernels): against it the int8 GPU is held to the
+bounds test_gpu_forward holds the float GPU to against the CPU, and it must sit closer to it
+than to the CPU engine (the oracle tells the two arithmetics apart). On the GPU itself:
+verify of widths 1-8 and both prefill modes equal decode bit for bit; the switch changes no
+bit where the experts are not Q2_K; a bad value is an error naming the variable.
+Without a usable GPU every test SKIPS loudly (test_gpu_seam's `gpu` fixture).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from test_gpu_forward import MARGIN_TOL, MAX_KLD_TOL, MEAN_KLD_TOL, MIN_TOP1, _log_softmax, _path, _tokens
+from test_gpu_seam import gpu  # noqa: F401  (a fixture)
+
+from ds4kit import _engine
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
+
+NAME = "small-q2k"  # Q2_K experts; Q8_0 attention, shared expert and head
+N_TOKENS = 48       # the float64 reference takes about a second a token
+ROUTED = re.compile(r"ffn_(gate|up|down)_exps")
+
+
+def _kld(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+    lp, lq = _log_softmax(want), _log_softmax(got)
+    return (np.exp(lp) * (lp - lq)).sum(axis=-1)
+
+
+def _decode(path: Path, backend: str, toks: list[int]) -> np.ndarray:
+    s = _engine.Model(str(path), threads=0, backend=backend).session(len(toks) + 8)
+    return np.stack([s.decode(t) for t in toks])
+
+
+def _int8_reference(path: Path, toks: list[int]) -> np.ndarray:
+    import gguf
+    from ds4_numpy_reference import ReferenceSession
+    from ds4_ref_int8 import Int8Columns
+    from ds4_ref_weights import Weights, load_weights
+
+    types = {t.name: gguf.GGMLQuantizationType(int(t.tensor_type)).name for t in gguf.GGUFReader(str(path)).tensors}
+    w = load_weights(path)
+    routed = [k for k in w.tensors if ROUTED.search(k)]
+    assert routed and all(types[k] == "Q2_K" for k in routed), "the model's routed experts are not Q2_K"
+    tensors = {k: Int8Columns(v) if k in routed else v for k, v in w.tensors.items()}
+    s = ReferenceSession(Weights(hp=w.hp, tensors=tensors), len(toks) + 8)
+    return np.stack([s.step(t) for t in toks])
+
+
+def test_gpu_int8_experts_match_the_int8_reference(gpu, monkeypatch):
+    path = _path(NAME)
+    toks = _tokens(NAME)[:N_TOKENS]
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
+    got = _decode(path, gpu, toks).astype(np.float64)
+    monkeypatch.delenv("DS4KIT_GPU_INT8")
+    want = _int8_reference(path, toks)
+    cpu = _decode(path, "cpu", toks).astype(np.float64)
+    kld, kld_cpu = _kld(want, got), _kld(cpu, got)
+    srt = np.sort(want, axis=-1)
+    margin = srt[:, -1] - srt[:, -2]
+    agree = want.argmax(-1) == got.argmax(-1)
+    out = os.environ.get("DS4KIT_GPU_REPORT_DIR")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "gpu-int8-experts.json").write_text(json.dumps({
+            "model": NAME, "tokens": len(toks),
+            "against the float64 reference with int8 expert columns": {
+                "mean_kld": float(kld.mean()), "max_kld": float(kld.max()), "top1_agreement": float(agree.mean())},
+            "against the CPU engine (float columns)": {
+                "mean_kld": float(kld_cpu.mean()), "max_kld": float(kld_cpu.max()),
+                "top1_agreement": float((cpu.argmax(-1) == got.argmax(-1)).mean())}}, indent=1))
+    flips = [i for i in range(len(toks)) if not agree[i] and margin[i] > MARGIN_TOL]
+    assert not flips, f"argmax differs from the int8 reference at positions {flips} (margin > {MARGIN_TOL})"
+    assert kld.mean() <= MEAN_KLD_TOL, f"mean KLD {kld.mean():.3g} against the int8 reference"
+    assert kld.max() <= MAX_KLD_TOL, f"KLD {kld.max():.3g} at position {int(kld.argmax())} against the int8 reference"
+    assert agree.mean() >= MIN_TOP1, f"top-1 agreement {agree.mean():.3f} with the int8 reference"
+    assert kld.mean() < kld_cpu.mean(), (
+        f"the int8 GPU is no closer to the int8 reference (mean KLD {kld.mean():.3g}) than to the float CPU "
+        f"engine ({kld_cpu.mean():.3g}): the oracle does not tell the arithmetics apart")
+
+
+def test_gpu_int8_verify_and_prefill_equal_decode(gpu, monkeypatch):
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
+    path = _path(NAME)
+    toks = _tokens(NAME)
+    n = len(toks)
+    g = _engine.Model(str(path), threads=0, backend=gpu)
+    s = g.session(n + 8)
+    want = np.stack([s.decode(t) for t in toks])
+    for width in range(2, 9):
+        s = g.session(n + 8)
+        got = np.concatenate([s.verify(toks[i:i + width]) for i in range(0, n, width)])
+        diff = np.flatnonzero(np.any(got != want, axis=1))
+        assert diff.size == 0, f"verify width {width}: rows {diff[:10].tolist()} differ from decode"
+    for mode in ("exact", "batched"):
+        s = g.session(n + 8)
+        s.decode(toks[0])
+        assert np.array_equal(s.prefill(toks[1:n - 1], mode), want[n - 2]), f"prefill {mode} differs from decode"
+
+
+def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, monkeypatch):
+    path = _path("tiny-default")  # Q4_0 experts: the switch does not apply
+    toks = _tokens("tiny-default")[:24]
+    plain = _decode(path, gpu, toks)
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
+    assert np.array_equal(_decode(path, gpu, toks), plain), "DS4KIT_GPU_INT8 changed a model without Q2_K experts"
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "sometimes")
+    g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
+    with pytest.raises(Exception, match="DS4KIT_GPU_INT8 is 'sometimes'"):
+        g.session(8).decode(toks[0])
