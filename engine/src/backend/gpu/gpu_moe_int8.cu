@@ -5,7 +5,7 @@
 // call (verify == decode); the oracle is the float64 reference with int8 columns
 // (tests/reference/ds4_ref_int8.py), not the CPU engine, whose columns stay float.
 #include "backend/gpu/gpu_int8.h"
-#include "backend/gpu/gpu_moe_kernels.h"  // Group, slot_group, clamped_swiglu
+#include "backend/gpu/gpu_moe_kernels.h"  // Group, slot_group, the groups' rows, clamped_swiglu
 
 #include <stdint.h>
 
@@ -52,12 +52,8 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_q2k_int8_kernel(
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, RH);
     const bool live = r0 < F;
-    const uint8_t* rows[R];  // gate rows, then up rows; rows past the expert repeat its last row; dropped
-    for (int r = 0; r < RH; ++r) {
-        const uint64_t off = grp.e * expert_bytes + (uint64_t)(r0 + r < F ? r0 + r : F - 1) * row_bytes;
-        rows[r] = gate + off;
-        rows[RH + r] = up + off;
-    }
+    const uint8_t* rows[R];
+    gate_up_rows<RH>(gate, up, grp.e, expert_bytes, row_bytes, r0, F, rows);
     for (int64_t c = 0; c < grp.m; ++c) {
         const int64_t col = grp.first + c, tok = tok_of ? tok_of[col] : col;
         float acc[R], gu[R];
@@ -90,9 +86,7 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_down_q2k_int8_kernel(const uint8_t* down,
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, R);
     const uint8_t* rows[R];
-    for (int r = 0; r < R; ++r) {
-        rows[r] = down + grp.e * expert_bytes + (uint64_t)(r0 + r < E ? r0 + r : E - 1) * row_bytes;
-    }
+    down_rows<R>(down, grp.e, expert_bytes, row_bytes, r0, E, rows);
     for (int64_t c = 0; c < grp.m; ++c) {
         const int64_t col = grp.first + c;
         float acc[R], y[R];

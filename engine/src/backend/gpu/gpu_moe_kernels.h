@@ -35,6 +35,24 @@ __device__ inline Group slot_group(const int32_t* active, const int32_t* n_activ
     const int64_t e = active[s];
     return Group{e, start[e], count[e]};
 }
+
+// A gate_up group's row pointers: RH rows of gate from row r0 of expert e, then the same of up;
+// rows past the expert's F repeat its last row (their sums are dropped).
+template <int RH>
+__device__ inline void gate_up_rows(const uint8_t* gate, const uint8_t* up, int64_t e, uint64_t expert_bytes,
+                                    uint64_t row_bytes, int64_t r0, int64_t F, const uint8_t** rows) {
+    for (int r = 0; r < RH; ++r) {
+        const uint64_t off = e * expert_bytes + (uint64_t)(r0 + r < F ? r0 + r : F - 1) * row_bytes;
+        rows[r] = gate + off;
+        rows[RH + r] = up + off;
+    }
+}
+// A down group's R row pointers from row r0 of expert e (of E rows), as gate_up_rows.
+template <int R>
+__device__ inline void down_rows(const uint8_t* down, int64_t e, uint64_t expert_bytes, uint64_t row_bytes, int64_t r0,
+                                 int64_t E, const uint8_t** rows) {
+    for (int r = 0; r < R; ++r) rows[r] = down + e * expert_bytes + (uint64_t)(r0 + r < E ? r0 + r : E - 1) * row_bytes;
+}
 }  // namespace
 
 // Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)),
@@ -55,12 +73,8 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_kernel(const uint8_t* gate, const
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, RH);
     const bool live = r0 < F;
-    const uint8_t* rows[R];  // gate rows, then up rows; rows past the expert repeat its last row; dropped
-    for (int r = 0; r < RH; ++r) {
-        const uint64_t off = grp.e * expert_bytes + (uint64_t)(r0 + r < F ? r0 + r : F - 1) * row_bytes;
-        rows[r] = gate + off;
-        rows[RH + r] = up + off;
-    }
+    const uint8_t* rows[R];
+    gate_up_rows<RH>(gate, up, grp.e, expert_bytes, row_bytes, r0, F, rows);
     for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
         const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
         const float* x[NC];
@@ -98,9 +112,7 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_down_kernel(const uint8_t* down, uint64_t
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, R);
     const uint8_t* rows[R];
-    for (int r = 0; r < R; ++r) {
-        rows[r] = down + grp.e * expert_bytes + (uint64_t)(r0 + r < E ? r0 + r : E - 1) * row_bytes;
-    }
+    down_rows<R>(down, grp.e, expert_bytes, row_bytes, r0, E, rows);
     for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
         const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
         const float* x[NC];
