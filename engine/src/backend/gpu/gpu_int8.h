@@ -20,7 +20,8 @@ namespace gpu {
 
 constexpr int kInt8Block = 32;  // values per int8 scale
 
-// Four products of signed bytes added to c: exact, so every form gives the same integer.
+// Four products of signed bytes added to c: exact, so every form gives the same integer. (clang
+// compiles the loop to one v_dot4_i32_iu8 for gfx1151, checked at -O3.)
 __device__ inline int dot4_s8(uint32_t a, uint32_t b, int c) {
 #if defined(__CUDA_ARCH__) && !defined(__clang__)
     return __dp4a((int)a, (int)b, c);
