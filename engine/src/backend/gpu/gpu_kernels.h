@@ -148,8 +148,13 @@ void launch_moe_combine(const MoeLaunch& a, void* s);
 bool int8_experts_for(const MoeMats& exp, int64_t E);
 // Bytes of MoeLaunch::int8 for a call of n_tokens tokens of K experts each.
 int64_t int8_scratch_bytes(int64_t n_tokens, int64_t K, int64_t E, int64_t F);
+// How launch_moe_routed walks a matrix of experts (gpu_moe.cu decides): lanes per row, word
+// loads, and rows per group (gate_up: rows of gate, the same of up).
+struct ExpertWalk {
+    int L, wide, rows;
+};
 // launch_moe_routed's gate, up and down (after its plan) on int8 columns, over `slots` slots.
-void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, void* s);
+void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gate_up, ExpertWalk down, void* s);
 
 // ---- gpu_state.cu ----
 void launch_kv_store(const float* kv, int64_t n, int64_t D, StepPos p0, int64_t ring_rows, uint16_t* ring, void* s);

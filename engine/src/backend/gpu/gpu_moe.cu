@@ -237,14 +237,15 @@ void launch_moe_routed(const MoeLaunch& a, void* s) {
     // Routed experts: a slot for each expert some pair may have chosen; slots past the
     // chosen ones return at once.
     const int64_t slots = std::min<int64_t>(a.n_expert, n_pairs);
-    if (a.int8) {
-        launch_moe_experts_int8(a, slots, s);
-        return;
-    }
     const ExpertMatrix gu = expert_matrix(a.exp.type, a.exp.F, a.E, a.K, a.exp.gate_up_row_bytes,
                                           a.exp.gate_up_expert_bytes, a.exp.gate);
     const ExpertMatrix dn = expert_matrix(a.exp.down_type, a.E, a.exp.F, a.K, a.exp.down_row_bytes,
                                           a.exp.down_expert_bytes, a.exp.down);
+    if (a.int8) {  // one column a pass, as routed_one_column's
+        launch_moe_experts_int8(a, slots, ExpertWalk{gu.L, gu.wide, gate_up_rows_half(gu, true)},
+                                ExpertWalk{dn.L, dn.wide, rows_of(dn, true)}, s);
+        return;
+    }
     const Passes ps{routed_one_column(a.n_tokens), false};
     gate_up(gu, slots, s, a.exp.gate, a.exp.up, a.h, a.active, a.n_active, a.count, a.start, a.tok_of, a.n_tokens,
             a.clamp, a.act, a.grid, ps);

@@ -156,35 +156,27 @@ int64_t int8_scratch_bytes(int64_t n_tokens, int64_t K, int64_t E, int64_t F) {
     return scales_offset(values) + 4 * (values / kInt8Block);
 }
 
-void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, void* s) {
+void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gu, ExpertWalk dn, void* s) {
     const MoeMats& x = a.exp;
     const int64_t P = a.n_tokens * a.K;
     const uint8_t* q = a.int8;
-    // gate and up: lanes, wide loads and row groups from the experts' shape, as gpu_moe.cu's.
-    const int Lg = dot_lanes(x.F * a.K, a.E);
-    const int wide_g = dot_wide_at(4, x.gate, x.gate_up_row_bytes | x.gate_up_expert_bytes) &
-                       dot_wide_at(4, x.up, x.gate_up_row_bytes | x.gate_up_expert_bytes);
-    const int RH = row_groups_for(x.F * a.K) ? max_group_rows<1>() / 2 : 1;
     int8_columns(a.h, a.E, a.n_tokens, a.int8, s);
     const auto* hq = reinterpret_cast<const int8_t*>(q);
     const auto* hd = reinterpret_cast<const float*>(q + scales_offset(a.n_tokens * a.E));
-    ds4_launch(RH == 1 ? ds4_moe_gate_up_q2k_int8_kernel<1> : ds4_moe_gate_up_q2k_int8_kernel<2>,
-               dim3(dot_row_blocks(x.F, Lg, RH), (unsigned)slots), dim3(kDotBlock), s, x.gate, x.up,
+    ds4_launch(gu.rows == 1 ? ds4_moe_gate_up_q2k_int8_kernel<1> : ds4_moe_gate_up_q2k_int8_kernel<2>,
+               dim3(dot_row_blocks(x.F, gu.L, gu.rows), (unsigned)slots), dim3(kDotBlock), s, x.gate, x.up,
                x.gate_up_expert_bytes, x.gate_up_row_bytes, a.E, hq, hd, a.active, a.n_active, a.count, a.start,
-               a.tok_of, a.n_tokens, x.F, a.clamp, a.act, Lg, wide_g);
+               a.tok_of, a.n_tokens, x.F, a.clamp, a.act, gu.L, gu.wide);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_q2k_int8_kernel");
     // down, on the SwiGLU output (P columns of F) quantised into the same scratch (h's codes are
     // no longer read: the stream orders the launches).
-    const int Ld = dot_lanes(a.E * a.K, x.F);
-    const int wide_d = dot_wide_at(4, x.down, x.down_row_bytes | x.down_expert_bytes);
-    const int R = row_groups_for(a.E * a.K) ? max_group_rows<1>() : 1;
     int8_columns(a.act, x.F, P, a.int8, s);
     const auto* aq = reinterpret_cast<const int8_t*>(q);
     const auto* ad = reinterpret_cast<const float*>(q + scales_offset(P * x.F));
-    ds4_launch(R == 1 ? ds4_moe_down_q2k_int8_kernel<1> : ds4_moe_down_q2k_int8_kernel<4>,
-               dim3(dot_row_blocks(a.E, Ld, R), (unsigned)slots), dim3(kDotBlock), s, x.down, x.down_expert_bytes,
-               x.down_row_bytes, x.F, aq, ad, a.active, a.n_active, a.count, a.start, a.n_tokens, a.E, a.out, Ld,
-               wide_d);
+    ds4_launch(dn.rows == 1 ? ds4_moe_down_q2k_int8_kernel<1> : ds4_moe_down_q2k_int8_kernel<4>,
+               dim3(dot_row_blocks(a.E, dn.L, dn.rows), (unsigned)slots), dim3(kDotBlock), s, x.down,
+               x.down_expert_bytes, x.down_row_bytes, x.F, aq, ad, a.active, a.n_active, a.count, a.start, a.n_tokens,
+               a.E, a.out, dn.L, dn.wide);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_q2k_int8_kernel");
 }
 
