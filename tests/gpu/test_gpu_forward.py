@@ -146,9 +146,9 @@ def test_gpu_logits_match_cpu(gpu, name):
     assert agree.mean() >= MIN_TOP1, f"{name}: top-1 agreement {agree.mean():.3f} (at least {MIN_TOP1})"
 
 
-@pytest.mark.parametrize("name", list(MODELS))
-def test_gpu_verify_and_prefill_equal_gpu_decode(gpu, name):
-    toks, _, g, want, _ = _runs(name, gpu)
+def assert_verify_and_prefill_equal_decode(g, toks: list[int], want: np.ndarray, name: str):
+    """Verify of widths 1-8 and both prefill modes on model g give `want`, its one-by-one
+    decode logits of toks, bit for bit (and decode after a prefill continues them)."""
     n = len(toks)
     for width in range(1, 9):
         s = g.session(n + 8)
@@ -161,6 +161,12 @@ def test_gpu_verify_and_prefill_equal_gpu_decode(gpu, name):
         last = s.prefill(toks[1:n - 1], mode)
         assert np.array_equal(last, want[n - 2]), f"{name}: prefill {mode} last logits differ from GPU decode"
         assert np.array_equal(s.decode(toks[n - 1]), want[n - 1]), f"{name}: decode after prefill {mode}"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_gpu_verify_and_prefill_equal_gpu_decode(gpu, name):
+    toks, _, g, want, _ = _runs(name, gpu)
+    assert_verify_and_prefill_equal_decode(g, toks, want, name)
     _REPORT.setdefault(name, {})["verify_widths_1_8_bitwise"] = True
     _REPORT[name]["prefill_modes_bitwise"] = True
     _write_report()

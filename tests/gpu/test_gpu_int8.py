@@ -13,7 +13,7 @@ near-ties turn that into KLD spikes of 1e-2 to 5e-2 (mean 1.6e-3 over 140 positi
 (a wrong scale or code is off by orders of magnitude: the host simulation holds the kernels to
 2e-6), and the median must sit well below the median against the CPU engine (2e-4): the oracle
 tells the two arithmetics apart. On the GPU itself:
-verify of widths 1-8 and both prefill modes equal decode bit for bit; the switch changes no
+verify of widths 1-8 and both prefill modes equal decode bit for bit (test_gpu_forward's check); the switch changes no
 bit where the experts are not Q2_K; a bad value is an error naming the variable.
 Without a usable GPU every test SKIPS loudly (test_gpu_seam's `gpu` fixture).
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_gpu_forward import MARGIN_TOL, _log_softmax, _path, _tokens
+from test_gpu_forward import MARGIN_TOL, _log_softmax, _path, _tokens, assert_verify_and_prefill_equal_decode
 from test_gpu_seam import gpu  # noqa: F401  (a fixture)
 
 from ds4kit import _engine
@@ -110,19 +110,10 @@ def test_gpu_int8_verify_and_prefill_equal_decode(gpu, monkeypatch):
     monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
     path = _path(NAME)
     toks = _tokens(NAME)
-    n = len(toks)
     g = _engine.Model(str(path), threads=0, backend=gpu)
-    s = g.session(n + 8)
+    s = g.session(len(toks) + 8)
     want = np.stack([s.decode(t) for t in toks])
-    for width in range(2, 9):
-        s = g.session(n + 8)
-        got = np.concatenate([s.verify(toks[i:i + width]) for i in range(0, n, width)])
-        diff = np.flatnonzero(np.any(got != want, axis=1))
-        assert diff.size == 0, f"verify width {width}: rows {diff[:10].tolist()} differ from decode"
-    for mode in ("exact", "batched"):
-        s = g.session(n + 8)
-        s.decode(toks[0])
-        assert np.array_equal(s.prefill(toks[1:n - 1], mode), want[n - 2]), f"prefill {mode} differs from decode"
+    assert_verify_and_prefill_equal_decode(g, toks, want, f"{NAME} with int8 experts")
 
 
 def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, monkeypatch):

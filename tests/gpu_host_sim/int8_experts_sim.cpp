@@ -72,12 +72,11 @@ struct Cols {
     std::vector<int8_t> q;
     std::vector<float> d;
 };
-Cols quantise(const std::vector<float>& x, int64_t n) {
+Cols quantise(const std::vector<float>& x) {
     const int64_t values = (int64_t)x.size();
     Cols c{std::vector<int8_t>(x.size()), std::vector<float>((size_t)(values / 32))};
     sim_launch((unsigned)((values + 255) / 256), 1, 256,
                [&] { ds4_int8_columns_kernel(x.data(), values, c.q.data(), c.d.data()); });
-    (void)n;
     return c;
 }
 std::vector<double> dequant_cols(const Cols& c) {
@@ -95,7 +94,7 @@ void quantiser_case() {
     // Block 2: amax 127 (d = 1), ties 2.5 -> 2, 3.5 -> 4, -0.5 -> -0, 126.5 -> 126.
     for (int j = 0; j < 32; ++j) x[64 + j] = (float)(j % 7) - 3.0f;
     x[64] = 127.0f, x[65] = 2.5f, x[66] = 3.5f, x[67] = -0.5f, x[68] = 126.5f;
-    const Cols c = quantise(x, 32);
+    const Cols c = quantise(x);
     bool ok = true;
     std::string why;
     for (int b = 0; b < 6 && ok; ++b) {
@@ -136,7 +135,7 @@ void gate_up_case(const std::string& name, int64_t n_in, int64_t F, int L, bool 
     const std::vector<uint8_t> gate = random_q2k(3 * F, n_in, rng), up = random_q2k(3 * F, n_in, rng);
     std::vector<float> h((size_t)(4 * n_in));
     for (float& v : h) v = nd(rng);
-    const Cols hc = quantise(h, n_in);
+    const Cols hc = quantise(h);
     const std::vector<double> hx = dequant_cols(hc);
     const double clamp = 10.0;
     std::vector<std::vector<float>> act(2);
@@ -183,7 +182,7 @@ void down_case(const std::string& name, int64_t F, int64_t E, int L, bool wide) 
     const std::vector<uint8_t> down = random_q2k(3 * E, F, rng);
     std::vector<float> act((size_t)(4 * F));
     for (float& v : act) v = nd(rng);
-    const Cols ac = quantise(act, F);
+    const Cols ac = quantise(act);
     const std::vector<double> ax = dequant_cols(ac);
     std::vector<std::vector<float>> out(2);
     for (int three = 0; three < 2; ++three) {
