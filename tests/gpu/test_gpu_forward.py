@@ -12,6 +12,10 @@ wrap the window, cross ratio-4 and ratio-128 boundaries and make the indexer sel
 - snapshot + restore and rewind replay bitwise on the GPU; a GPU snapshot's image has the CPU
   image's layout and values within F16/FP8 rounding of it.
 
+These are the float kernels' checks: every test here runs with DS4KIT_GPU_INT8=never, the CPU
+engine's arithmetic. The default puts the routed Q2_K experts on int8 columns, a different
+arithmetic with its own oracle (test_gpu_int8.py); no other model's bits depend on it.
+
 The oracle for the first check is the CPU backend (itself checked against the float64 numpy
 reference in tests/engine); for the others the GPU's own one-by-one decode. Without a usable GPU
 every test SKIPS loudly (test_gpu_seam's `gpu` fixture). DS4KIT_GPU_REPORT_DIR: per-model,
@@ -63,6 +67,11 @@ MODELS = {
 }
 
 _REPORT: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _float_columns(monkeypatch):
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "never")  # the float kernels: see the module's docstring
 
 
 def _write_report():
@@ -172,6 +181,27 @@ def test_gpu_verify_and_prefill_equal_gpu_decode(gpu, name):
     _write_report()
 
 
+def decode_verify_prefill(path: Path, gpu_kind: str, toks: list[int], widths=(5,)) -> dict:
+    """A fresh model's one-by-one decode of toks, its verify of each width in steps, and its
+    batched prefill of toks[1:] after decoding toks[0]: the logits of each, by name."""
+    g = _engine.Model(str(path), threads=0, backend=gpu_kind)
+    n = len(toks)
+    s = g.session(n + 8)
+    out = {"decode": np.stack([s.decode(t) for t in toks])}
+    for width in widths:
+        s = g.session(n + 8)
+        out[f"verify width {width}"] = np.concatenate([s.verify(toks[i:i + width]) for i in range(0, n, width)])
+    s = g.session(n + 8)
+    s.decode(toks[0])
+    out["batched prefill"] = s.prefill(toks[1:], "batched")
+    return out
+
+
+def assert_same_bits(a: dict, b: dict, what_varies: str, name: str):
+    for what, want in a.items():
+        assert np.array_equal(b[what], want), f"{name}: {what} logits depend on {what_varies}"
+
+
 @pytest.mark.parametrize("name", ["small-q2k", "small-iq2-q4k-mxfp4-bf16"])
 def test_gpu_row_groups_change_no_bit(gpu, name, monkeypatch):
     """The matrix kernels' groups of R rows (gpu_dot.h) change no bit. The automatic rule gives
@@ -184,17 +214,8 @@ def test_gpu_row_groups_change_no_bit(gpu, name, monkeypatch):
     out = {}
     for mode in ("never", "always"):
         monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", mode)
-        g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
-        s = g.session(n + 8)
-        dec = np.stack([s.decode(t) for t in toks])
-        s = g.session(n + 8)
-        ver = np.concatenate([s.verify(toks[i:i + 5]) for i in range(0, n, 5)])
-        s = g.session(n + 8)
-        s.decode(toks[0])
-        pre = s.prefill(toks[1:], "batched")
-        out[mode] = {"decode": dec, "verify width 5": ver, "batched prefill": pre}
-    for what, want in out["never"].items():
-        assert np.array_equal(out["always"][what], want), f"{name}: {what} logits depend on the row groups"
+        out[mode] = decode_verify_prefill(_path(name), gpu, toks)
+    assert_same_bits(out["never"], out["always"], "the row groups", name)
     monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", "sometimes")
     g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
     with pytest.raises(Exception, match="DS4KIT_GPU_ROW_GROUPS is 'sometimes'"):
@@ -222,18 +243,8 @@ def test_gpu_fusions_change_no_bit(gpu, name, var, apart, fused, monkeypatch):
     out = {}
     for mode in (apart, fused):
         monkeypatch.setenv(var, mode)
-        g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
-        s = g.session(n + 8)
-        got = {"decode": np.stack([s.decode(t) for t in toks])}
-        for width in (3, 8):
-            s = g.session(n + 8)
-            got[f"verify width {width}"] = np.concatenate([s.verify(toks[i:i + width]) for i in range(0, n, width)])
-        s = g.session(n + 8)
-        s.decode(toks[0])
-        got["batched prefill"] = s.prefill(toks[1:], "batched")
-        out[mode] = got
-    for what, want in out[apart].items():
-        assert np.array_equal(out[fused][what], want), f"{name}: {what} logits depend on {var}"
+        out[mode] = decode_verify_prefill(_path(name), gpu, toks, widths=(3, 8))
+    assert_same_bits(out[apart], out[fused], var, name)
     monkeypatch.setenv(var, "sometimes")
     g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
     with pytest.raises(Exception, match=f"{var} is 'sometimes'"):

@@ -1,6 +1,7 @@
-"""The routed Q2_K experts on int8 columns (DS4KIT_GPU_INT8=experts, gpu_moe_int8.cu) on the GPU.
+"""The routed Q2_K experts on int8 columns (gpu_moe_int8.cu), the GPU's default, on the GPU.
 
-With the switch, each routed expert's input column (the token's normalised h for gate and up,
+By default (DS4KIT_GPU_INT8 unset, auto or experts; never gives the float columns that
+test_gpu_forward.py holds to the CPU engine), each routed expert's input column (the token's normalised h for gate and up,
 the SwiGLU output for down) is rounded to int8 per 32 values before the product, so the GPU
 no longer computes what the CPU engine computes (float columns). The oracle is the numpy
 float64 reference with those columns rounded the same way (tests/reference/ds4_ref_int8.py
@@ -14,7 +15,8 @@ near-ties turn that into KLD spikes of 1e-2 to 5e-2 (mean 1.6e-3 over 140 positi
 2e-6), and the median must sit well below the median against the CPU engine (2e-4): the oracle
 tells the two arithmetics apart. On the GPU itself:
 verify of widths 1-8 and both prefill modes equal decode bit for bit (test_gpu_forward's check); the switch changes no
-bit where the experts are not Q2_K; a bad value is an error naming the variable.
+bit where the experts are not Q2_K, and does change the Q2_K model's; the row groups change no
+bit with int8 columns either; a bad value is an error naming the variable.
 Without a usable GPU every test SKIPS loudly (test_gpu_seam's `gpu` fixture).
 """
 from __future__ import annotations
@@ -28,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_gpu_forward import MARGIN_TOL, _log_softmax, _path, _tokens, assert_verify_and_prefill_equal_decode
+from test_gpu_forward import (MARGIN_TOL, _log_softmax, _path, _tokens, assert_same_bits,
+                              assert_verify_and_prefill_equal_decode, decode_verify_prefill)
 from test_gpu_seam import gpu  # noqa: F401  (a fixture)
 
 from ds4kit import _engine
@@ -68,12 +71,15 @@ def _int8_reference(path: Path, toks: list[int]) -> np.ndarray:
     return np.stack([s.step(t) for t in toks])
 
 
-def test_gpu_int8_experts_match_the_int8_reference(gpu, monkeypatch):
+@pytest.fixture(autouse=True)
+def _default_columns(monkeypatch):
+    monkeypatch.delenv("DS4KIT_GPU_INT8", raising=False)  # what a user gets
+
+
+def test_gpu_int8_experts_match_the_int8_reference(gpu):
     path = _path(NAME)
     toks = _tokens(NAME)  # a routing flip moves one position's KLD by ~0.03: average over the whole prompt
-    monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
     got = _decode(path, gpu, toks).astype(np.float64)
-    monkeypatch.delenv("DS4KIT_GPU_INT8")
     want = _int8_reference(path, toks)
     cpu = _decode(path, "cpu", toks).astype(np.float64)
     kld, kld_cpu = _kld(want, got), _kld(cpu, got)
@@ -106,8 +112,7 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, monkeypatch):
         f"({med_cpu:.3g}): the oracle does not tell the arithmetics apart")
 
 
-def test_gpu_int8_verify_and_prefill_equal_decode(gpu, monkeypatch):
-    monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
+def test_gpu_int8_verify_and_prefill_equal_decode(gpu):
     path = _path(NAME)
     toks = _tokens(NAME)
     g = _engine.Model(str(path), threads=0, backend=gpu)
@@ -116,12 +121,30 @@ def test_gpu_int8_verify_and_prefill_equal_decode(gpu, monkeypatch):
     assert_verify_and_prefill_equal_decode(g, toks, want, f"{NAME} with int8 experts")
 
 
+def test_gpu_int8_row_groups_change_no_bit(gpu, monkeypatch):
+    """test_gpu_forward's row-group check with the int8 expert kernels (their groups of 1 or 2
+    rows): decode, verify of width 5 and a batched prefill equal bit for bit."""
+    toks = _tokens(NAME)
+    out = {}
+    for mode in ("never", "always"):
+        monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", mode)
+        out[mode] = decode_verify_prefill(_path(NAME), gpu, toks)
+    assert_same_bits(out["never"], out["always"], "the row groups (int8 experts)", NAME)
+
+
 def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, monkeypatch):
     path = _path("tiny-default")  # Q4_0 experts: the switch does not apply
     toks = _tokens("tiny-default")[:24]
-    plain = _decode(path, gpu, toks)
+    default = _decode(path, gpu, toks)
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "never")
+    assert np.array_equal(_decode(path, gpu, toks), default), "DS4KIT_GPU_INT8 changed a model without Q2_K experts"
+    q2k, q2k_toks = _path(NAME), _tokens(NAME)[:24]
+    floats = _decode(q2k, gpu, q2k_toks)
     monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
-    assert np.array_equal(_decode(path, gpu, toks), plain), "DS4KIT_GPU_INT8 changed a model without Q2_K experts"
+    int8 = _decode(q2k, gpu, q2k_toks)
+    assert not np.array_equal(int8, floats), "DS4KIT_GPU_INT8=never left the Q2_K experts on int8 columns"
+    monkeypatch.delenv("DS4KIT_GPU_INT8")
+    assert np.array_equal(_decode(q2k, gpu, q2k_toks), int8), "the default is not DS4KIT_GPU_INT8=experts"
     monkeypatch.setenv("DS4KIT_GPU_INT8", "sometimes")
     g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
     with pytest.raises(Exception, match="DS4KIT_GPU_INT8 is 'sometimes'"):

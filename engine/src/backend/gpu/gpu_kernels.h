@@ -142,9 +142,9 @@ void launch_moe_shared(const MoeLaunch& a, void* s);
 void launch_moe_combine(const MoeLaunch& a, void* s);
 
 // ---- gpu_moe_int8.cu ----
-// Whether the routed experts run on int8 columns: DS4KIT_GPU_INT8=experts (default never;
-// another value: ArgumentError naming the variable) and Q2_K gate, up and down with E and F
-// multiples of 32.
+// Whether the routed experts run on int8 columns: DS4KIT_GPU_INT8 unset, auto or experts (never:
+// float columns; another value: ArgumentError naming the variable) and Q2_K gate, up and down
+// with E and F multiples of 32.
 bool int8_experts_for(const MoeMats& exp, int64_t E);
 // Bytes of MoeLaunch::int8 for a call of n_tokens tokens of K experts each.
 int64_t int8_scratch_bytes(int64_t n_tokens, int64_t K, int64_t E, int64_t F);

@@ -1,4 +1,4 @@
-// The routed Q2_K experts on int8 columns (gpu_int8.h), opt-in with DS4KIT_GPU_INT8=experts:
+// The routed Q2_K experts on int8 columns (gpu_int8.h), the default (DS4KIT_GPU_INT8=never: float columns):
 // after gpu_moe.cu's plan, h is quantised per token, gate and up run on it, the SwiGLU output
 // is quantised per column, and down runs on that. Every path of a token (decode, verify,
 // prefill) takes these kernels, one column per pass, so a token's output never depends on the
@@ -146,8 +146,10 @@ void int8_columns(const float* x, int64_t n, int64_t cols, uint8_t* scratch, voi
 }  // namespace
 
 bool int8_experts_for(const MoeMats& exp, int64_t E) {
-    // DS4KIT_GPU_INT8=never|experts: opt-in until the GPU tests hold every model to the int8 oracle.
-    if (env_choice("DS4KIT_GPU_INT8", {"never", "experts"}) != 1) return false;
+    // DS4KIT_GPU_INT8=auto (unset) or experts: int8 columns; never: float columns, the CPU
+    // engine's arithmetic (tests/gpu/test_gpu_forward.py holds that path to the CPU, and
+    // test_gpu_int8.py the default to the float64 reference with int8 columns).
+    if (env_choice("DS4KIT_GPU_INT8", {"auto", "never", "experts"}) == 1) return false;
     return exp.type == kQ2K && exp.down_type == kQ2K && E % kInt8Block == 0 && exp.F % kInt8Block == 0;
 }
 
