@@ -1,7 +1,8 @@
-"""The routed Q2_K experts on int8 columns (gpu_moe_int8.cu), the GPU's default, on the GPU.
+"""The routed Q2_K experts and the Q8_0 shared expert on int8 columns (gpu_moe_int8.cu), the
+GPU's default, on the GPU.
 
-By default (DS4KIT_GPU_INT8 unset, auto or experts; never gives the float columns that
-test_gpu_forward.py holds to the CPU engine), each routed expert's input column (the token's normalised h for gate and up,
+By default (DS4KIT_GPU_INT8 unset, auto or all; experts: the routed experts only; never: the
+float columns that test_gpu_forward.py holds to the CPU engine), each expert's input column (the token's normalised h for gate and up,
 the SwiGLU output for down) is rounded to int8 per 32 values before the product, so the GPU
 no longer computes what the CPU engine computes (float columns). The oracle is the numpy
 float64 reference with those columns rounded the same way (tests/reference/ds4_ref_int8.py
@@ -43,7 +44,9 @@ INT8_MAX_KLD_TOL = 1e-1
 INT8_MIN_TOP1 = 0.9
 INT8_MEDIAN_KLD_TOL = 2e-4
 NAME = "small-q2k"  # Q2_K experts; Q8_0 attention, shared expert and head (test_gpu_forward's 140 tokens)
-ROUTED = re.compile(r"ffn_(gate|up|down)_exps")
+# The switch's values with int8 columns, and the expert matrices each gives them.
+MODES = {"default": (None, re.compile(r"ffn_(gate|up|down)_(exps|shexp)")),
+         "experts": ("experts", re.compile(r"ffn_(gate|up|down)_exps"))}
 
 
 def _kld(want: np.ndarray, got: np.ndarray) -> np.ndarray:
@@ -56,7 +59,7 @@ def _decode(path: Path, backend: str, toks: list[int]) -> np.ndarray:
     return np.stack([s.decode(t) for t in toks])
 
 
-def _int8_reference(path: Path, toks: list[int]) -> np.ndarray:
+def _int8_reference(path: Path, toks: list[int], int8_matrices: re.Pattern) -> np.ndarray:
     import gguf
     from ds4_numpy_reference import ReferenceSession
     from ds4_ref_int8 import Int8Columns
@@ -64,9 +67,11 @@ def _int8_reference(path: Path, toks: list[int]) -> np.ndarray:
 
     types = {t.name: gguf.GGMLQuantizationType(int(t.tensor_type)).name for t in gguf.GGUFReader(str(path)).tensors}
     w = load_weights(path)
-    routed = [k for k in w.tensors if ROUTED.search(k)]
-    assert routed and all(types[k] == "Q2_K" for k in routed), "the model's routed experts are not Q2_K"
-    tensors = {k: Int8Columns(v) if k in routed else v for k, v in w.tensors.items()}
+    chosen = [k for k in w.tensors if int8_matrices.search(k)]
+    assert all(types[k] == "Q2_K" for k in chosen if "_exps" in k), "the model's routed experts are not Q2_K"
+    assert all(types[k] == "Q8_0" for k in chosen if "_shexp" in k), "the model's shared expert is not Q8_0"
+    assert any("_exps" in k for k in chosen)
+    tensors = {k: Int8Columns(v) if k in chosen else v for k, v in w.tensors.items()}
     s = ReferenceSession(Weights(hp=w.hp, tensors=tensors), len(toks) + 8)
     return np.stack([s.step(t) for t in toks])
 
@@ -76,11 +81,15 @@ def _default_columns(monkeypatch):
     monkeypatch.delenv("DS4KIT_GPU_INT8", raising=False)  # what a user gets
 
 
-def test_gpu_int8_experts_match_the_int8_reference(gpu):
+@pytest.mark.parametrize("mode", list(MODES))
+def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
+    value, int8_matrices = MODES[mode]
+    if value:
+        monkeypatch.setenv("DS4KIT_GPU_INT8", value)
     path = _path(NAME)
     toks = _tokens(NAME)  # a routing flip moves one position's KLD by ~0.03: average over the whole prompt
     got = _decode(path, gpu, toks).astype(np.float64)
-    want = _int8_reference(path, toks)
+    want = _int8_reference(path, toks, int8_matrices)
     cpu = _decode(path, "cpu", toks).astype(np.float64)
     kld, kld_cpu = _kld(want, got), _kld(cpu, got)
     srt = np.sort(want, axis=-1)
@@ -89,8 +98,9 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu):
     out = os.environ.get("DS4KIT_GPU_REPORT_DIR")
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "gpu-int8-experts.json").write_text(json.dumps({
-            "model": NAME, "tokens": len(toks),
+        (Path(out) / f"gpu-int8-{mode}.json").write_text(json.dumps({
+            "model": NAME, "tokens": len(toks), "DS4KIT_GPU_INT8": value or "(unset)",
+            "int8 matrices": int8_matrices.pattern,
             "against the float64 reference with int8 expert columns": {
                 "mean_kld": float(kld.mean()), "median_kld": float(np.median(kld)), "max_kld": float(kld.max()),
                 "top1_agreement": float(agree.mean()),
@@ -141,10 +151,13 @@ def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, mo
     q2k, q2k_toks = _path(NAME), _tokens(NAME)[:24]
     floats = _decode(q2k, gpu, q2k_toks)
     monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
-    int8 = _decode(q2k, gpu, q2k_toks)
-    assert not np.array_equal(int8, floats), "DS4KIT_GPU_INT8=never left the Q2_K experts on int8 columns"
+    routed = _decode(q2k, gpu, q2k_toks)
+    assert not np.array_equal(routed, floats), "DS4KIT_GPU_INT8=never left the Q2_K experts on int8 columns"
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "all")
+    both = _decode(q2k, gpu, q2k_toks)
+    assert not np.array_equal(both, routed), "DS4KIT_GPU_INT8=all left the shared expert on float columns"
     monkeypatch.delenv("DS4KIT_GPU_INT8")
-    assert np.array_equal(_decode(q2k, gpu, q2k_toks), int8), "the default is not DS4KIT_GPU_INT8=experts"
+    assert np.array_equal(_decode(q2k, gpu, q2k_toks), both), "the default is not DS4KIT_GPU_INT8=all"
     monkeypatch.setenv("DS4KIT_GPU_INT8", "sometimes")
     g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
     with pytest.raises(Exception, match="DS4KIT_GPU_INT8 is 'sometimes'"):

@@ -6,7 +6,10 @@
 //   columns: each output within 2e-6 of the float64 dot of the dequantised row with the
 //   dequantised column (relative to the sum of |w x|), gate_up through the clamped SwiGLU;
 // - a token's output bit for bit the same whether its expert has one column in the call or
-//   three (verify == decode at the kernel).
+//   three (verify == decode at the kernel);
+// - the shared expert's gate_up and down on Q8_0 rows (the backend's split layout: the codes,
+//   then the f16 scales) the same way against the float64 dot, and bit for bit the same with
+//   one column a pass and kSharedCols (decode against verify and prefill).
 // Prints one line per case; exit status 1 if any differs. tests/engine/test_gpu_kernels_host_sim.py
 // builds and runs it.
 #include "sim_runtime.h"
@@ -144,7 +147,7 @@ void gate_up_case(const std::string& name, int64_t n_in, int64_t F, int L, bool 
         const int64_t cols = three ? 4 : 2;
         act[three].assign((size_t)(cols * F), -1.0f);
         sim_launch(ds4::gpu::dot_row_blocks(F, L, RH), 2, ds4::gpu::kDotBlock, [&] {
-            ds4_moe_gate_up_q2k_int8_kernel<RH>(gate.data(), up.data(), eb, rb, n_in, hc.q.data(), hc.d.data(),
+            ds4_moe_gate_up_int8_kernel<RH, 1, 10>(gate.data(), up.data(), eb, rb, n_in, hc.q.data(), hc.d.data(),
                                                 rt.active.data(), rt.n_active.data(), rt.count.data(), rt.start.data(),
                                                 rt.tok_of.data(), cols, F, clamp, act[three].data(), L, wide);
         });
@@ -190,7 +193,7 @@ void down_case(const std::string& name, int64_t F, int64_t E, int L, bool wide) 
         const int64_t cols = three ? 4 : 2;
         out[three].assign((size_t)(cols * E), -1.0f);
         sim_launch(ds4::gpu::dot_row_blocks(E, L, R), 2, ds4::gpu::kDotBlock, [&] {
-            ds4_moe_down_q2k_int8_kernel<R>(down.data(), eb, rb, F, ac.q.data(), ac.d.data(), rt.active.data(),
+            ds4_moe_down_int8_kernel<R, 1, 10>(down.data(), eb, rb, F, ac.q.data(), ac.d.data(), rt.active.data(),
                                             rt.n_active.data(), rt.count.data(), rt.start.data(), cols, E,
                                             out[three].data(), L, wide);
         });
@@ -210,6 +213,90 @@ void down_case(const std::string& name, int64_t F, int64_t E, int L, bool wide) 
     report(same, name + ": the same bits with 1 and 3 columns on the expert");
 }
 
+// Q8_0 rows as the backend stores them (gpu_dequant.h): nb x 32 codes, then nb f16 scales.
+std::vector<uint8_t> random_q8_split(int64_t rows, int64_t n, std::mt19937_64& rng) {
+    const int64_t nb = n / 32, rb = 34 * nb;
+    std::vector<uint8_t> w((size_t)(rows * rb));
+    std::uniform_real_distribution<float> f(0.001f, 0.02f);
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < 32 * nb; ++i) w[(size_t)(r * rb + i)] = (uint8_t)rng();
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint16_t h = ds4::f32_to_f16(f(rng));
+            std::memcpy(&w[(size_t)(r * rb + 32 * nb + 2 * b)], &h, 2);
+        }
+    }
+    return w;
+}
+std::vector<double> dequant_q8_split_row(const uint8_t* row, int64_t n) {
+    const int64_t nb = n / 32;
+    std::vector<double> w((size_t)n);
+    for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, row + 32 * nb + 2 * (i / 32), 2);
+        w[(size_t)i] = (double)(int8_t)row[i] * (double)half_to_float(h);
+    }
+    return w;
+}
+
+// The shared expert (active null: slot s takes tokens s NC ..) over 5 tokens, with NC = 1 and
+// kSharedCols columns a pass.
+void shared_case(const std::string& name, int64_t E, int64_t F, int L, bool wide) {
+    std::mt19937_64 rng(std::hash<std::string>()(name));
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int64_t T = 5;
+    const uint64_t grb = (uint64_t)(34 * (E / 32)), drb = (uint64_t)(34 * (F / 32));
+    const std::vector<uint8_t> gate = random_q8_split(F, E, rng), up = random_q8_split(F, E, rng);
+    const std::vector<uint8_t> down = random_q8_split(E, F, rng);
+    std::vector<float> h((size_t)(T * E)), a((size_t)(T * F));
+    for (float& v : h) v = nd(rng);
+    for (float& v : a) v = nd(rng);
+    const Cols hc = quantise(h), acq = quantise(a);
+    const std::vector<double> hx = dequant_cols(hc), ax = dequant_cols(acq);
+    const double clamp = 10.0;
+    std::vector<float> act[2], out[2];
+    for (int many = 0; many < 2; ++many) {
+        const int nc = many ? kSharedCols : 1;
+        const unsigned slots = (unsigned)((T + nc - 1) / nc);
+        act[many].assign((size_t)(T * F), -1.0f);
+        out[many].assign((size_t)(T * E), -1.0f);
+        sim_launch(ds4::gpu::dot_row_blocks(F, L, 1), slots, ds4::gpu::kDotBlock, [&] {
+            auto k = many ? ds4_moe_gate_up_int8_kernel<1, kSharedCols, 8> : ds4_moe_gate_up_int8_kernel<1, 1, 8>;
+            k(gate.data(), up.data(), 0, grb, E, hc.q.data(), hc.d.data(), nullptr, nullptr, nullptr, nullptr, nullptr, T,
+              F, clamp, act[many].data(), L, wide);
+        });
+        sim_launch(ds4::gpu::dot_row_blocks(E, L, 1), slots, ds4::gpu::kDotBlock, [&] {
+            auto k = many ? ds4_moe_down_int8_kernel<1, kSharedCols, 8> : ds4_moe_down_int8_kernel<1, 1, 8>;
+            k(down.data(), 0, drb, F, acq.q.data(), acq.d.data(), nullptr, nullptr, nullptr, nullptr, T, E,
+              out[many].data(), L, wide);
+        });
+    }
+    double worst_gu = 0.0, worst_dn = 0.0;
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t r = 0; r < F; ++r) {
+            const std::vector<double> g = dequant_q8_split_row(gate.data() + r * grb, E);
+            const std::vector<double> u = dequant_q8_split_row(up.data() + r * grb, E);
+            double gd = 0, ud = 0, gs = 0, us = 0;
+            for (int64_t j = 0; j < E; ++j) {
+                const double xv = hx[(size_t)(t * E + j)];
+                gd += g[j] * xv, ud += u[j] * xv, gs += std::fabs(g[j] * xv), us += std::fabs(u[j] * xv);
+            }
+            const double want = swiglu(gd, ud, clamp), got = act[0][(size_t)(t * F + r)];
+            worst_gu = std::max(worst_gu, std::fabs(got - want) / ((std::fabs(ud) + std::fabs(gd) + 1.0) * (gs + us)));
+        }
+        for (int64_t r = 0; r < E; ++r) {
+            const std::vector<double> w = dequant_q8_split_row(down.data() + r * drb, F);
+            double want = 0, mag = 0;
+            for (int64_t j = 0; j < F; ++j) want += w[j] * ax[(size_t)(t * F + j)], mag += std::fabs(w[j] * ax[(size_t)(t * F + j)]);
+            worst_dn = std::max(worst_dn, std::fabs(out[0][(size_t)(t * E + r)] - want) / mag);
+        }
+    }
+    report(worst_gu < 2e-6 && worst_dn < 2e-6, name + ": against the float64 dot",
+           "relative error gate_up " + std::to_string(worst_gu) + ", down " + std::to_string(worst_dn));
+    const bool same = std::memcmp(act[0].data(), act[1].data(), act[0].size() * 4) == 0 &&
+                      std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4) == 0;
+    report(same, name + ": the same bits with 1 and " + std::to_string(kSharedCols) + " columns a pass");
+}
+
 }  // namespace
 
 int main() {
@@ -218,6 +305,8 @@ int main() {
     gate_up_case<1>("Q2_K gate_up, one row of each a group, 64 lanes, byte loads", 1024, 24, 64, false);
     down_case<4>("Q2_K down, 4-row groups, 32 lanes, word loads", 512, 36, 32, true);
     down_case<1>("Q2_K down, one-row groups, 64 lanes, byte loads", 1024, 20, 64, false);
+    shared_case("Q8_0 shared expert, 32 lanes, 8-byte loads", 512, 256, 32, true);
+    shared_case("Q8_0 shared expert, 64 lanes, byte loads, blocks a lane runs short of", 160, 96, 64, false);
     std::printf("%d failure(s)\n", failures);
     return failures ? 1 : 0;
 }

@@ -404,7 +404,10 @@ public:
         a.out = scratch<float>(kSlotMoeOut, P * a.E + n_tokens * a.E);
         a.out_sh = a.out + P * a.E;
         if (gpu::int8_experts_for(a.exp, a.E)) {
-            a.int8 = scratch<uint8_t>(kSlotMoeInt8, gpu::int8_scratch_bytes(n_tokens, n_used, a.E, a.exp.F));
+            a.int8 = scratch<uint8_t>(kSlotMoeInt8, gpu::int8_scratch_bytes(n_tokens, a.E, n_used * a.exp.F));
+        }
+        if (gpu::int8_shared_for(a.exp, a.sh, a.E)) {
+            a.int8_sh = scratch<uint8_t>(kSlotMoeInt8Shared, gpu::int8_scratch_bytes(n_tokens, a.E, a.sh.F));
         }
         run_beside([&](ds4_gpu_stream_t st) { gpu::launch_moe_shared(a, st); });  // reads only h
         gpu::launch_moe_routed(a, stream_);
@@ -689,6 +692,7 @@ private:
         kSlotMoeAct,
         kSlotMoeOut,
         kSlotMoeInt8,
+        kSlotMoeInt8Shared,  // the shared expert's, apart: it runs on the side stream
         kSlotScores,
         kSlotAttnPart,
         kSlots

@@ -1,5 +1,5 @@
-// Int8 columns for the Q2_K experts (docs/gpu-backend.md, "int8 columns"; opt-in with
-// DS4KIT_GPU_INT8=experts, gpu_moe_int8.cu): a column of n values (n a multiple of 32) becomes
+// Int8 columns for the Q2_K experts and the Q8_0 shared expert (docs/gpu-backend.md, "int8
+// columns"; gpu_moe_int8.cu says when): a column of n values (n a multiple of 32) becomes
 // n int8 codes and n / 32 float scales, per 32 values d = amax / 127 and q = rint(x / d) (half to
 // even; d = 0 gives q = 0), as tests/reference/ds4_ref_int8.py quantise_int8 writes it. A Q2_K
 // sub-block's 16 codes times the column's 16 int8 values are then an exact integer (four dp4a), where
@@ -116,6 +116,55 @@ __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, 
     }
 }
 
+// acc[r * NC + c] (per lane) += the lane's share of rows[r] . x_c for R Q8_0 rows (the backend's
+// split rows, gpu_dequant.h: the nb x 32 codes, then nb f16 scales) against NC int8 columns
+// (codes xq[c], scales xd[c]; a column past the call's repeats one before it, its sums are
+// dropped), a whole block a step: lane l takes blocks l, l + L, ...; per block, with isum the
+// 32 codes' integer dot with the column's (eight dp4a) and dw, dx the two scales,
+// acc = fma(dw, dx * isum, acc). A column's sums are the same for every NC. WIDE: the rows
+// allow 8-byte loads.
+template <int R, int NC, bool WIDE>
+__device__ inline void lane_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln,
+                                          const int8_t* const* xq, const float* const* xd, float* acc) {
+    const int64_t nb = n / kInt8Block;
+    for (int64_t b = ln.lane; b < nb; b += ln.L) {
+        uint32_t w[R][8];
+        float dw[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* codes = rows[r] + 32 * b;
+#pragma unroll
+            for (int m = 0; m < 4; ++m) {
+                if constexpr (WIDE) {
+                    const uint64_t v = reinterpret_cast<const uint64_t*>(codes)[m];
+                    w[r][2 * m] = (uint32_t)v, w[r][2 * m + 1] = (uint32_t)(v >> 32);
+                } else {
+                    w[r][2 * m] = rd32(codes + 8 * m), w[r][2 * m + 1] = rd32(codes + 8 * m + 4);
+                }
+            }
+            dw[r] = h2f(rows[r] + 32 * nb + 2 * b);
+        }
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+            const uint4_t* xp = reinterpret_cast<const uint4_t*>(xq[c] + 32 * b);
+            const uint4_t x0 = xp[0], x1 = xp[1];
+            const float dx = xd[c][b];
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                int isum = dot4_s8(w[r][0], x0.a, 0);
+                isum = dot4_s8(w[r][1], x0.b, isum);
+                isum = dot4_s8(w[r][2], x0.c, isum);
+                isum = dot4_s8(w[r][3], x0.d, isum);
+                isum = dot4_s8(w[r][4], x1.a, isum);
+                isum = dot4_s8(w[r][5], x1.b, isum);
+                isum = dot4_s8(w[r][6], x1.c, isum);
+                isum = dot4_s8(w[r][7], x1.d, isum);
+                acc[r * NC + c] = ds4_fmaf(dw[r], dx * small_int_to_f32(isum), acc[r * NC + c]);
+            }
+        }
+    }
+}
+
 template <int R>
 __device__ inline void group_dot_q2k_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
                                           const int8_t* xq, const float* xd, float* acc) {
@@ -123,6 +172,30 @@ __device__ inline void group_dot_q2k_int8(const uint8_t* const* rows, int64_t n,
         lane_dot_q2k_int8<R, true>(rows, n, ln, xq, xd, acc);
     } else {
         lane_dot_q2k_int8<R, false>(rows, n, ln, xq, xd, acc);
+    }
+}
+
+}  // namespace gpu
+}  // namespace ds4
+
+namespace ds4 {
+namespace gpu {
+
+// The int8 walk of a weight type (Q2_K: one column; Q8_0: NC columns), as group_dot's `wide`
+// chooses the word loads.
+template <uint32_t TYPE, int R, int NC>
+__device__ inline void int8_group_dot(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
+                                      const int8_t* const* xq, const float* const* xd, float* acc) {
+    if constexpr (TYPE == 10) {
+        static_assert(NC == 1, "the Q2_K walk takes one column");
+        group_dot_q2k_int8<R>(rows, n, ln, wide, xq[0], xd[0], acc);
+    } else {
+        static_assert(TYPE == 8, "int8 walks: Q2_K and Q8_0");
+        if (wide) {
+            lane_dot_q8_0_int8<R, NC, true>(rows, n, ln, xq, xd, acc);
+        } else {
+            lane_dot_q8_0_int8<R, NC, false>(rows, n, ln, xq, xd, acc);
+        }
     }
 }
 

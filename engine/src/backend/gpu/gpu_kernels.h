@@ -129,9 +129,9 @@ struct MoeLaunch {
     int32_t *count = nullptr, *start = nullptr, *col_of = nullptr, *tok_of = nullptr;
     int32_t *active = nullptr, *n_active = nullptr;  // the chosen experts in ascending id order, and how many
     float *act = nullptr, *act_sh = nullptr, *out = nullptr, *out_sh = nullptr;
-    // Non-null: the routed experts run on int8 columns (gpu_moe_int8.cu), this scratch of
-    // int8_scratch_bytes holding them.
-    uint8_t* int8 = nullptr;
+    // Non-null: the routed experts (int8) and the shared expert (int8_sh) run on int8 columns
+    // (gpu_moe_int8.cu), these scratches of int8_scratch_bytes holding them.
+    uint8_t *int8 = nullptr, *int8_sh = nullptr;
     const uint64_t* grid = nullptr;
     int* fault = nullptr;
 };
@@ -142,12 +142,16 @@ void launch_moe_shared(const MoeLaunch& a, void* s);
 void launch_moe_combine(const MoeLaunch& a, void* s);
 
 // ---- gpu_moe_int8.cu ----
-// Whether the routed experts run on int8 columns: DS4KIT_GPU_INT8 unset, auto or experts (never:
-// float columns; another value: ArgumentError naming the variable) and Q2_K gate, up and down
-// with E and F multiples of 32.
+// Whether the routed experts run on int8 columns: DS4KIT_GPU_INT8 unset, auto, experts or all
+// (never: float columns; another value: ArgumentError naming the variable) and Q2_K gate, up
+// and down with E and F multiples of 32.
 bool int8_experts_for(const MoeMats& exp, int64_t E);
-// Bytes of MoeLaunch::int8 for a call of n_tokens tokens of K experts each.
-int64_t int8_scratch_bytes(int64_t n_tokens, int64_t K, int64_t E, int64_t F);
+// Whether the shared expert does too: the routed ones do, DS4KIT_GPU_INT8 is not experts, and
+// its gate, up and down are Q8_0 with F a multiple of 32.
+bool int8_shared_for(const MoeMats& exp, const MoeMats& sh, int64_t E);
+// Bytes of MoeLaunch::int8 (act_per_token: K F) or int8_sh (the shared expert's F) for a call of
+// n_tokens tokens.
+int64_t int8_scratch_bytes(int64_t n_tokens, int64_t E, int64_t act_per_token);
 // How launch_moe_routed walks a matrix of experts (gpu_moe.cu decides): lanes per row, word
 // loads, and rows per group (gate_up: rows of gate, the same of up).
 struct ExpertWalk {
@@ -155,6 +159,8 @@ struct ExpertWalk {
 };
 // launch_moe_routed's gate, up and down (after its plan) on int8 columns, over `slots` slots.
 void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gate_up, ExpertWalk down, void* s);
+// launch_moe_shared's, on int8 columns in a.int8_sh (one-row groups).
+void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gate_up, ExpertWalk down, void* s);
 
 // ---- gpu_state.cu ----
 void launch_kv_store(const float* kv, int64_t n, int64_t D, StepPos p0, int64_t ring_rows, uint16_t* ring, void* s);

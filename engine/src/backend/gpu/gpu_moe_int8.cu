@@ -1,8 +1,10 @@
-// The routed Q2_K experts on int8 columns (gpu_int8.h), the default (DS4KIT_GPU_INT8=never: float columns):
+// The routed Q2_K experts, and with them a Q8_0 shared expert, on int8 columns (gpu_int8.h); the
+// default (DS4KIT_GPU_INT8=never: float columns; experts: the routed ones only):
 // after gpu_moe.cu's plan, h is quantised per token, gate and up run on it, the SwiGLU output
-// is quantised per column, and down runs on that. Every path of a token (decode, verify,
-// prefill) takes these kernels, one column per pass, so a token's output never depends on the
-// call (verify == decode); the oracle is the float64 reference with int8 columns
+// is quantised per column, and down runs on that (the shared expert the same way on its own
+// scratch, beside them on the side stream). Every path of a token
+// (decode, verify, prefill) takes these kernels, whose columns' sums do not depend on the columns
+// a pass takes, so a token's output never depends on the call (verify == decode); the oracle is the float64 reference with int8 columns
 // (tests/reference/ds4_ref_int8.py), not the CPU engine, whose columns stay float.
 #include "backend/gpu/gpu_int8.h"
 #include "backend/gpu/gpu_moe_kernels.h"  // Group, slot_group, the groups' rows, clamped_swiglu
@@ -37,88 +39,111 @@ extern "C" __global__ void ds4_int8_columns_kernel(const float* x, int64_t value
 }
 
 // Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)) for
-// the s-th chosen expert's columns c, RH rows of gate and the same of up a group (as
-// gpu_moe_kernels.h's gate_up, one column a pass); h as int8 columns (hq, hd) per token.
-template <int RH>
-__global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_q2k_int8_kernel(
+// the s-th chosen expert's columns c (the shared expert, active null: the NC tokens from s NC),
+// RH rows of gate and the same of up a group (as gpu_moe_kernels.h's gate_up), NC columns a
+// pass; h as int8 columns (hq, hd) per token, the weights' TYPE walk of gpu_int8.h.
+template <int RH, int NC, uint32_t TYPE>
+__global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_int8_kernel(
     const uint8_t* gate, const uint8_t* up, uint64_t expert_bytes, uint64_t row_bytes, int64_t n_in, const int8_t* hq,
     const float* hd, const int32_t* active, const int32_t* n_active, const int32_t* count, const int32_t* start,
     const int32_t* tok_of, int64_t n_tokens, int64_t F, double clamp, float* act, int L, int wide) {
     ds4_kernel_entry();
     constexpr int R = 2 * RH;
-    __shared__ float part[R * ds4::gpu::kDotBlock];
-    const Group grp = slot_group<1>(active, n_active, count, start, ds4_block_y(), n_tokens);
+    __shared__ float part[R * NC * ds4::gpu::kDotBlock];
+    const Group grp = slot_group<NC>(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;  // the whole block
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, RH);
     const bool live = r0 < F;
     const uint8_t* rows[R];
     gate_up_rows<RH>(gate, up, grp.e, expert_bytes, row_bytes, r0, F, rows);
-    for (int64_t c = 0; c < grp.m; ++c) {
-        const int64_t col = grp.first + c, tok = tok_of ? tok_of[col] : col;
-        float acc[R], gu[R];
-        for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-        if (live) {
-            ds4::gpu::group_dot_q2k_int8<R>(rows, n_in, ln, wide != 0, hq + tok * n_in,
-                                            hd + tok * (n_in / ds4::gpu::kInt8Block), acc);
+    for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
+        const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
+        const int8_t* xq[NC];
+        const float* xd[NC];
+        for (int c = 0; c < NC; ++c) {
+            const int64_t col = grp.first + c0 + (c < nc ? c : 0), tok = tok_of ? tok_of[col] : col;
+            xq[c] = hq + tok * n_in;
+            xd[c] = hd + tok * (n_in / ds4::gpu::kInt8Block);
         }
-        ds4::gpu::group_reduce<R>(acc, ln, part, gu);
+        float acc[R * NC], gu[R * NC];
+        for (int k = 0; k < R * NC; ++k) acc[k] = 0.0f;
+        if (live) ds4::gpu::int8_group_dot<TYPE, R, NC>(rows, n_in, ln, wide != 0, xq, xd, acc);
+        ds4::gpu::group_reduce<R * NC>(acc, ln, part, gu);
         if (live && ln.lane == 0) {
-            for (int r = 0; r < RH; ++r) {
-                if (r0 + r < F) act[col * F + r0 + r] = clamped_swiglu(gu[r], gu[RH + r], clamp);
+            for (int r = 0; r < RH; ++r) {  // constant bounds: gu stays in registers
+                for (int c = 0; c < NC; ++c) {
+                    if (r0 + r < F && c < nc) {
+                        act[(grp.first + c0 + c) * F + r0 + r] =
+                            clamped_swiglu(gu[r * NC + c], gu[(RH + r) * NC + c], clamp);
+                    }
+                }
             }
         }
     }
 }
 
-// Block (b, s): out[c * E + r] = down_e.row(r) . act(c), R rows a group; act as int8 columns.
-template <int R>
-__global__ void DS4_DOT_BOUNDS ds4_moe_down_q2k_int8_kernel(const uint8_t* down, uint64_t expert_bytes,
-                                                            uint64_t row_bytes, int64_t F, const int8_t* aq,
-                                                            const float* ad, const int32_t* active,
-                                                            const int32_t* n_active, const int32_t* count,
-                                                            const int32_t* start, int64_t n_tokens, int64_t E,
-                                                            float* out, int L, int wide) {
+// Block (b, s): out[c * E + r] = down_e.row(r) . act(c), R rows a group, NC columns a pass; act
+// as int8 columns.
+template <int R, int NC, uint32_t TYPE>
+__global__ void DS4_DOT_BOUNDS ds4_moe_down_int8_kernel(const uint8_t* down, uint64_t expert_bytes, uint64_t row_bytes,
+                                                        int64_t F, const int8_t* aq, const float* ad,
+                                                        const int32_t* active, const int32_t* n_active,
+                                                        const int32_t* count, const int32_t* start, int64_t n_tokens,
+                                                        int64_t E, float* out, int L, int wide) {
     ds4_kernel_entry();
-    __shared__ float part[R * ds4::gpu::kDotBlock];
-    const Group grp = slot_group<1>(active, n_active, count, start, ds4_block_y(), n_tokens);
+    __shared__ float part[R * NC * ds4::gpu::kDotBlock];
+    const Group grp = slot_group<NC>(active, n_active, count, start, ds4_block_y(), n_tokens);
     if (grp.e < 0) return;
     const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
     const int64_t r0 = ds4::gpu::group_row(ln, R);
     const uint8_t* rows[R];
     down_rows<R>(down, grp.e, expert_bytes, row_bytes, r0, E, rows);
-    for (int64_t c = 0; c < grp.m; ++c) {
-        const int64_t col = grp.first + c;
-        float acc[R], y[R];
-        for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-        if (r0 < E) {
-            ds4::gpu::group_dot_q2k_int8<R>(rows, F, ln, wide != 0, aq + col * F, ad + col * (F / ds4::gpu::kInt8Block),
-                                            acc);
+    for (int64_t c0 = 0; c0 < grp.m; c0 += NC) {
+        const int nc = grp.m - c0 < NC ? (int)(grp.m - c0) : NC;
+        const int8_t* xq[NC];
+        const float* xd[NC];
+        for (int c = 0; c < NC; ++c) {
+            const int64_t col = grp.first + c0 + (c < nc ? c : 0);
+            xq[c] = aq + col * F;
+            xd[c] = ad + col * (F / ds4::gpu::kInt8Block);
         }
-        ds4::gpu::group_reduce<R>(acc, ln, part, y);
+        float acc[R * NC], y[R * NC];
+        for (int k = 0; k < R * NC; ++k) acc[k] = 0.0f;
+        if (r0 < E) ds4::gpu::int8_group_dot<TYPE, R, NC>(rows, F, ln, wide != 0, xq, xd, acc);
+        ds4::gpu::group_reduce<R * NC>(acc, ln, part, y);
         if (ln.lane == 0) {
             for (int r = 0; r < R; ++r) {
-                if (r0 + r < E) out[col * E + r0 + r] = y[r];
+                for (int c = 0; c < NC; ++c) {
+                    if (r0 + r < E && c < nc) out[(grp.first + c0 + c) * E + r0 + r] = y[r * NC + c];
+                }
             }
         }
     }
 }
 
-#define DS4_INT8_GATE_UP(RH)                                                                                           \
-    template __global__ void ds4_moe_gate_up_q2k_int8_kernel<RH>(                                                      \
+#define DS4_INT8_GATE_UP(RH, NC, T)                                                                                    \
+    template __global__ void ds4_moe_gate_up_int8_kernel<RH, NC, T>(                                                   \
         const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, const int8_t*, const float*, const int32_t*,      \
         const int32_t*, const int32_t*, const int32_t*, const int32_t*, int64_t, int64_t, double, float*, int, int);
-#define DS4_INT8_DOWN(R)                                                                                         \
-    template __global__ void ds4_moe_down_q2k_int8_kernel<R>(const uint8_t*, uint64_t, uint64_t, int64_t,          \
-                                                             const int8_t*, const float*, const int32_t*,          \
-                                                             const int32_t*, const int32_t*, const int32_t*, int64_t, \
-                                                             int64_t, float*, int, int);
-// One-row groups, and max_group_rows<1>() rows (gate_up: half of them of gate).
-DS4_INT8_GATE_UP(1)
-DS4_INT8_GATE_UP(2)
-DS4_INT8_DOWN(1)
-DS4_INT8_DOWN(4)
+#define DS4_INT8_DOWN(R, NC, T)                                                                                  \
+    template __global__ void ds4_moe_down_int8_kernel<R, NC, T>(const uint8_t*, uint64_t, uint64_t, int64_t,       \
+                                                                const int8_t*, const float*, const int32_t*,       \
+                                                                const int32_t*, const int32_t*, const int32_t*,    \
+                                                                int64_t, int64_t, float*, int, int);
+// The routed Q2_K experts, a column a pass: one-row groups, and max_group_rows<1>() rows (gate_up:
+// half of them of gate).
+DS4_INT8_GATE_UP(1, 1, 10)
+DS4_INT8_GATE_UP(2, 1, 10)
+DS4_INT8_DOWN(1, 1, 10)
+DS4_INT8_DOWN(4, 1, 10)
 static_assert(ds4::gpu::max_group_rows<1>() == 4, "the instances above are for groups of 1 and 4 rows");
+// The shared Q8_0 expert: one-row groups, 1 (decode) or kSharedCols columns a pass.
+constexpr int kSharedCols = 4;
+DS4_INT8_GATE_UP(1, 1, 8)
+DS4_INT8_GATE_UP(1, kSharedCols, 8)
+DS4_INT8_DOWN(1, 1, 8)
+DS4_INT8_DOWN(1, kSharedCols, 8)
 
 #if DS4_GPU_HOST_CODE
 #include <algorithm>
@@ -136,8 +161,8 @@ constexpr uint32_t kQ2K = 10;
 // 16 bytes.
 int64_t scales_offset(int64_t values) { return (values + 15) / 16 * 16; }
 
-void int8_columns(const float* x, int64_t n, int64_t cols, uint8_t* scratch, void* s) {
-    const int64_t values = cols * n;
+// The `values` values at x (contiguous columns of multiples of 32 values) as int8 columns.
+void int8_columns(const float* x, int64_t values, uint8_t* scratch, void* s) {
     ds4_launch(ds4_int8_columns_kernel, dim3((unsigned)((values + kQuantThreads - 1) / kQuantThreads)),
                dim3(kQuantThreads), s, x, values, reinterpret_cast<int8_t*>(scratch),
                reinterpret_cast<float*>(scratch + scales_offset(values)));
@@ -145,16 +170,29 @@ void int8_columns(const float* x, int64_t n, int64_t cols, uint8_t* scratch, voi
 }
 }  // namespace
 
+namespace {
+constexpr uint32_t kQ8_0 = 8;
+
+// DS4KIT_GPU_INT8: 0 auto (unset), 1 never, 2 experts (the routed ones), 3 all (and the shared one).
+int int8_choice() { return env_choice("DS4KIT_GPU_INT8", {"auto", "never", "experts", "all"}); }
+}  // namespace
+
 bool int8_experts_for(const MoeMats& exp, int64_t E) {
-    // DS4KIT_GPU_INT8=auto (unset) or experts: int8 columns; never: float columns, the CPU
-    // engine's arithmetic (tests/gpu/test_gpu_forward.py holds that path to the CPU, and
-    // test_gpu_int8.py the default to the float64 reference with int8 columns).
-    if (env_choice("DS4KIT_GPU_INT8", {"auto", "never", "experts"}) == 1) return false;
+    // never: float columns, the CPU engine's arithmetic (tests/gpu/test_gpu_forward.py holds
+    // that path to the CPU, and test_gpu_int8.py the others to the float64 reference with
+    // int8 columns).
+    if (int8_choice() == 1) return false;
     return exp.type == kQ2K && exp.down_type == kQ2K && E % kInt8Block == 0 && exp.F % kInt8Block == 0;
 }
 
-int64_t int8_scratch_bytes(int64_t n_tokens, int64_t K, int64_t E, int64_t F) {
-    const int64_t values = std::max(n_tokens * E, n_tokens * K * F);
+bool int8_shared_for(const MoeMats& exp, const MoeMats& sh, int64_t E) {
+    const int how = int8_choice();
+    if (how == 1 || how == 2 || !int8_experts_for(exp, E)) return false;
+    return sh.type == kQ8_0 && sh.down_type == kQ8_0 && sh.F % kInt8Block == 0;
+}
+
+int64_t int8_scratch_bytes(int64_t n_tokens, int64_t E, int64_t act_per_token) {
+    const int64_t values = std::max(n_tokens * E, n_tokens * act_per_token);
     return scales_offset(values) + 4 * (values / kInt8Block);
 }
 
@@ -162,24 +200,49 @@ void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gu, E
     const MoeMats& x = a.exp;
     const int64_t P = a.n_tokens * a.K;
     const uint8_t* q = a.int8;
-    int8_columns(a.h, a.E, a.n_tokens, a.int8, s);
+    int8_columns(a.h, a.n_tokens * a.E, a.int8, s);
     const auto* hq = reinterpret_cast<const int8_t*>(q);
     const auto* hd = reinterpret_cast<const float*>(q + scales_offset(a.n_tokens * a.E));
-    ds4_launch(gu.rows == 1 ? ds4_moe_gate_up_q2k_int8_kernel<1> : ds4_moe_gate_up_q2k_int8_kernel<2>,
+    ds4_launch(gu.rows == 1 ? ds4_moe_gate_up_int8_kernel<1, 1, kQ2K> : ds4_moe_gate_up_int8_kernel<2, 1, kQ2K>,
                dim3(dot_row_blocks(x.F, gu.L, gu.rows), (unsigned)slots), dim3(kDotBlock), s, x.gate, x.up,
                x.gate_up_expert_bytes, x.gate_up_row_bytes, a.E, hq, hd, a.active, a.n_active, a.count, a.start,
                a.tok_of, a.n_tokens, x.F, a.clamp, a.act, gu.L, gu.wide);
-    DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_q2k_int8_kernel");
+    DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_int8_kernel");
     // down, on the SwiGLU output (P columns of F) quantised into the same scratch (h's codes are
     // no longer read: the stream orders the launches).
-    int8_columns(a.act, x.F, P, a.int8, s);
+    int8_columns(a.act, P * x.F, a.int8, s);
     const auto* aq = reinterpret_cast<const int8_t*>(q);
     const auto* ad = reinterpret_cast<const float*>(q + scales_offset(P * x.F));
-    ds4_launch(dn.rows == 1 ? ds4_moe_down_q2k_int8_kernel<1> : ds4_moe_down_q2k_int8_kernel<4>,
+    ds4_launch(dn.rows == 1 ? ds4_moe_down_int8_kernel<1, 1, kQ2K> : ds4_moe_down_int8_kernel<4, 1, kQ2K>,
                dim3(dot_row_blocks(a.E, dn.L, dn.rows), (unsigned)slots), dim3(kDotBlock), s, x.down,
                x.down_expert_bytes, x.down_row_bytes, x.F, aq, ad, a.active, a.n_active, a.count, a.start, a.n_tokens,
                a.E, a.out, dn.L, dn.wide);
-    DS4_GPU_CHECK_LAUNCH("ds4_moe_down_q2k_int8_kernel");
+    DS4_GPU_CHECK_LAUNCH("ds4_moe_down_int8_kernel");
+}
+
+void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gu, ExpertWalk dn, void* s) {
+    // Its own quantised h and SwiGLU output (a.int8_sh), so it can run beside the routed
+    // experts on another stream; a slot per pass of columns (tokens).
+    const uint8_t* q = a.int8_sh;
+    int8_columns(a.h, a.n_tokens * a.E, a.int8_sh, s);
+    const auto* hq = reinterpret_cast<const int8_t*>(q);
+    const auto* hd = reinterpret_cast<const float*>(q + scales_offset(a.n_tokens * a.E));
+    const bool one = a.n_tokens == 1;
+    const int64_t slots = one ? 1 : (a.n_tokens + kSharedCols - 1) / kSharedCols;
+    ds4_launch(one ? ds4_moe_gate_up_int8_kernel<1, 1, kQ8_0> : ds4_moe_gate_up_int8_kernel<1, kSharedCols, kQ8_0>,
+               dim3(dot_row_blocks(a.sh.F, gu.L, 1), (unsigned)slots), dim3(kDotBlock), s, a.sh.gate, a.sh.up,
+               (uint64_t)0, a.sh.gate_up_row_bytes, a.E, hq, hd, nullptr, nullptr, nullptr, nullptr, nullptr,
+               a.n_tokens, a.sh.F, a.clamp_shared, a.act_sh, gu.L, gu.wide);
+    DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_int8_kernel");
+    const int64_t values = a.n_tokens * a.sh.F;
+    int8_columns(a.act_sh, values, a.int8_sh, s);
+    const auto* aq = reinterpret_cast<const int8_t*>(q);
+    const auto* ad = reinterpret_cast<const float*>(q + scales_offset(values));
+    ds4_launch(one ? ds4_moe_down_int8_kernel<1, 1, kQ8_0> : ds4_moe_down_int8_kernel<1, kSharedCols, kQ8_0>,
+               dim3(dot_row_blocks(a.E, dn.L, 1), (unsigned)slots), dim3(kDotBlock), s, a.sh.down, (uint64_t)0,
+               a.sh.down_row_bytes, a.sh.F, aq, ad, nullptr, nullptr, nullptr, nullptr, a.n_tokens, a.E, a.out_sh,
+               dn.L, dn.wide);
+    DS4_GPU_CHECK_LAUNCH("ds4_moe_down_int8_kernel");
 }
 
 }  // namespace gpu
