@@ -1,4 +1,4 @@
-// The int8-column expert kernels (gpu_moe_int8.cu, gpu_int8.h; DS4KIT_GPU_INT8=experts) run on
+// The int8-column expert kernels (gpu_moe_int8.cu, gpu_int8.h; the GPU's default) run on
 // the host (sim_runtime.h) against plain statements of what they compute:
 // - the column quantiser: per 32 values d = amax / 127 in float, q = x / d rounded half to even
 //   (ties checked), an all-zero block giving d = 0 and q = 0 (tests/reference/ds4_ref_int8.py);
