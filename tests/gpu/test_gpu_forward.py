@@ -13,8 +13,9 @@ wrap the window, cross ratio-4 and ratio-128 boundaries and make the indexer sel
   image's layout and values within F16/FP8 rounding of it.
 
 These are the float kernels' checks: every test here runs with DS4KIT_GPU_INT8=never, the CPU
-engine's arithmetic. The default puts the routed Q2_K experts on int8 columns, a different
-arithmetic with its own oracle (test_gpu_int8.py); no other model's bits depend on it.
+engine's arithmetic. The default puts the routed Q2_K experts (and with them a Q8_0 shared
+expert) on int8 columns, a different arithmetic with its own oracle (test_gpu_int8.py); no
+model without Q2_K experts depends on it.
 
 The oracle for the first check is the CPU backend (itself checked against the float64 numpy
 reference in tests/engine); for the others the GPU's own one-by-one decode. Without a usable GPU
@@ -202,6 +203,15 @@ def assert_same_bits(a: dict, b: dict, what_varies: str, name: str):
         assert np.array_equal(b[what], want), f"{name}: {what} logits depend on {what_varies}"
 
 
+def assert_row_groups_change_no_bit(path: Path, gpu_kind: str, toks: list[int], name: str, monkeypatch):
+    """decode_verify_prefill with DS4KIT_GPU_ROW_GROUPS=never and =always, bit for bit."""
+    out = {}
+    for mode in ("never", "always"):
+        monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", mode)
+        out[mode] = decode_verify_prefill(path, gpu_kind, toks)
+    assert_same_bits(out["never"], out["always"], "the row groups", name)
+
+
 @pytest.mark.parametrize("name", ["small-q2k", "small-iq2-q4k-mxfp4-bf16"])
 def test_gpu_row_groups_change_no_bit(gpu, name, monkeypatch):
     """The matrix kernels' groups of R rows (gpu_dot.h) change no bit. The automatic rule gives
@@ -211,11 +221,7 @@ def test_gpu_row_groups_change_no_bit(gpu, name, monkeypatch):
     error that names the variable (so the launchers do read it)."""
     toks = _runs(name, gpu)[0]
     n = len(toks)
-    out = {}
-    for mode in ("never", "always"):
-        monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", mode)
-        out[mode] = decode_verify_prefill(_path(name), gpu, toks)
-    assert_same_bits(out["never"], out["always"], "the row groups", name)
+    assert_row_groups_change_no_bit(_path(name), gpu, toks, name, monkeypatch)
     monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", "sometimes")
     g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
     with pytest.raises(Exception, match="DS4KIT_GPU_ROW_GROUPS is 'sometimes'"):

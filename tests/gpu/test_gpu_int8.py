@@ -2,8 +2,9 @@
 GPU's default, on the GPU.
 
 By default (DS4KIT_GPU_INT8 unset, auto or all; experts: the routed experts only; never: the
-float columns that test_gpu_forward.py holds to the CPU engine), each expert's input column (the token's normalised h for gate and up,
-the SwiGLU output for down) is rounded to int8 per 32 values before the product, so the GPU
+float columns that test_gpu_forward.py holds to the CPU engine), each expert's input column
+(the token's normalised h for gate and up, the SwiGLU output for down) is rounded to int8 per
+32 values before the product, so the GPU
 no longer computes what the CPU engine computes (float columns). The oracle is the numpy
 float64 reference with those columns rounded the same way (tests/reference/ds4_ref_int8.py
 Int8Columns, which shares no code with the kernels). Measured on the H200 (run 20): the GPU
@@ -31,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_gpu_forward import (MARGIN_TOL, _log_softmax, _path, _tokens, assert_same_bits,
-                              assert_verify_and_prefill_equal_decode, decode_verify_prefill)
+from test_gpu_forward import (MARGIN_TOL, _log_softmax, _path, _tokens, assert_row_groups_change_no_bit,
+                              assert_verify_and_prefill_equal_decode)
 from test_gpu_seam import gpu  # noqa: F401  (a fixture)
 
 from ds4kit import _engine
@@ -134,12 +135,7 @@ def test_gpu_int8_verify_and_prefill_equal_decode(gpu):
 def test_gpu_int8_row_groups_change_no_bit(gpu, monkeypatch):
     """test_gpu_forward's row-group check with the int8 expert kernels (their groups of 1 or 2
     rows): decode, verify of width 5 and a batched prefill equal bit for bit."""
-    toks = _tokens(NAME)
-    out = {}
-    for mode in ("never", "always"):
-        monkeypatch.setenv("DS4KIT_GPU_ROW_GROUPS", mode)
-        out[mode] = decode_verify_prefill(_path(NAME), gpu, toks)
-    assert_same_bits(out["never"], out["always"], "the row groups (int8 experts)", NAME)
+    assert_row_groups_change_no_bit(_path(NAME), gpu, _tokens(NAME), f"{NAME} with int8 experts", monkeypatch)
 
 
 def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, monkeypatch):

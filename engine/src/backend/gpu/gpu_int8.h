@@ -175,12 +175,6 @@ __device__ inline void group_dot_q2k_int8(const uint8_t* const* rows, int64_t n,
     }
 }
 
-}  // namespace gpu
-}  // namespace ds4
-
-namespace ds4 {
-namespace gpu {
-
 // The int8 walk of a weight type (Q2_K: one column; Q8_0: NC columns), as group_dot's `wide`
 // chooses the word loads.
 template <uint32_t TYPE, int R, int NC>

@@ -1,17 +1,20 @@
 // The routed Q2_K experts, and with them a Q8_0 shared expert, on int8 columns (gpu_int8.h); the
-// default (DS4KIT_GPU_INT8=never: float columns; experts: the routed ones only):
-// after gpu_moe.cu's plan, h is quantised per token, gate and up run on it, the SwiGLU output
-// is quantised per column, and down runs on that (the shared expert the same way on its own
-// scratch, beside them on the side stream). Every path of a token
-// (decode, verify, prefill) takes these kernels, whose columns' sums do not depend on the columns
-// a pass takes, so a token's output never depends on the call (verify == decode); the oracle is the float64 reference with int8 columns
-// (tests/reference/ds4_ref_int8.py), not the CPU engine, whose columns stay float.
+// default (DS4KIT_GPU_INT8=never: float columns; experts: the routed ones only): after
+// gpu_moe.cu's plan, h is quantised per token, gate and up run on it, the SwiGLU output is
+// quantised per column, and down runs on that (the shared expert the same way on its own
+// scratch, beside them on the side stream). Every path of a token (decode, verify, prefill)
+// takes these kernels, whose columns' sums do not depend on the columns a pass takes, so a
+// token's output never depends on the call (verify == decode); the oracle is the float64
+// reference with int8 columns (tests/reference/ds4_ref_int8.py), not the CPU engine, whose
+// columns stay float.
 #include "backend/gpu/gpu_int8.h"
 #include "backend/gpu/gpu_moe_kernels.h"  // Group, slot_group, the groups' rows, clamped_swiglu
 
 #include <stdint.h>
 
 namespace {
+constexpr uint32_t kQ2K = 10, kQ8_0 = 8;
+constexpr int kSharedCols = 4;      // the shared expert's columns a pass in calls of several tokens
 constexpr int kQuantThreads = 256;  // a thread per value: 8 int8 blocks a block
 static_assert(kQuantThreads % ds4::gpu::kInt8Block == 0, "whole int8 blocks a block");
 }  // namespace
@@ -133,17 +136,16 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_down_int8_kernel(const uint8_t* down, uin
                                                                 int64_t, int64_t, float*, int, int);
 // The routed Q2_K experts, a column a pass: one-row groups, and max_group_rows<1>() rows (gate_up:
 // half of them of gate).
-DS4_INT8_GATE_UP(1, 1, 10)
-DS4_INT8_GATE_UP(2, 1, 10)
-DS4_INT8_DOWN(1, 1, 10)
-DS4_INT8_DOWN(4, 1, 10)
+DS4_INT8_GATE_UP(1, 1, kQ2K)
+DS4_INT8_GATE_UP(2, 1, kQ2K)
+DS4_INT8_DOWN(1, 1, kQ2K)
+DS4_INT8_DOWN(4, 1, kQ2K)
 static_assert(ds4::gpu::max_group_rows<1>() == 4, "the instances above are for groups of 1 and 4 rows");
 // The shared Q8_0 expert: one-row groups, 1 (decode) or kSharedCols columns a pass.
-constexpr int kSharedCols = 4;
-DS4_INT8_GATE_UP(1, 1, 8)
-DS4_INT8_GATE_UP(1, kSharedCols, 8)
-DS4_INT8_DOWN(1, 1, 8)
-DS4_INT8_DOWN(1, kSharedCols, 8)
+DS4_INT8_GATE_UP(1, 1, kQ8_0)
+DS4_INT8_GATE_UP(1, kSharedCols, kQ8_0)
+DS4_INT8_DOWN(1, 1, kQ8_0)
+DS4_INT8_DOWN(1, kSharedCols, kQ8_0)
 
 #if DS4_GPU_HOST_CODE
 #include <algorithm>
@@ -155,8 +157,6 @@ namespace ds4 {
 namespace gpu {
 
 namespace {
-constexpr uint32_t kQ2K = 10;
-
 // Where the int8 columns of `values` values sit in the scratch: the codes, then the scales on
 // 16 bytes.
 int64_t scales_offset(int64_t values) { return (values + 15) / 16 * 16; }
@@ -168,10 +168,6 @@ void int8_columns(const float* x, int64_t values, uint8_t* scratch, void* s) {
                reinterpret_cast<float*>(scratch + scales_offset(values)));
     DS4_GPU_CHECK_LAUNCH("ds4_int8_columns_kernel");
 }
-}  // namespace
-
-namespace {
-constexpr uint32_t kQ8_0 = 8;
 
 // DS4KIT_GPU_INT8: 0 auto (unset), 1 never, 2 experts (the routed ones), 3 all (and the shared one).
 int int8_choice() { return env_choice("DS4KIT_GPU_INT8", {"auto", "never", "experts", "all"}); }
