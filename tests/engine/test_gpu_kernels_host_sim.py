@@ -17,6 +17,11 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
 - gpu_matmul.cu's set kernel (matmul_set_sim.cpp; Backend::matmul_shared_x on the GPU): each
   matrix of a set bit for bit its lone launch (F32, F16, Q8_0; 2 and 6 matrices of different
   rows and lane counts; 1, 3 and 8 columns).
+- gpu_moe_int8.cu's experts on int8 columns (int8_experts_sim.cpp) and gpu_matmul_int8.cu's Q8_0
+  matmul on them (matmul_int8_sim.cpp): the column quantiser (gpu_int8_columns.cu; strided and
+  grouped columns, ties to even) against the reference's statement, the matmul bit for bit the
+  stated order and near the float64 dot, every column the same bits at 1 to 13 columns, in row
+  groups, grouped calls and sets.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -33,7 +38,7 @@ SIM = ROOT / "tests" / "gpu_host_sim"
 # Each driver and the cases it prints "ok" for.
 DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10),
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
-           ("int8_experts_sim.cpp", 13)]
+           ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 17)]
 
 
 @pytest.mark.parametrize("driver, cases", DRIVERS)

@@ -1,10 +1,12 @@
 """The routed Q2_K experts and the Q8_0 shared expert on int8 columns (gpu_moe_int8.cu), the
-GPU's default, on the GPU.
+GPU's default, and every Q8_0 matmul with them (gpu_matmul_int8.cu, DS4KIT_GPU_INT8=all), on
+the GPU.
 
-By default (DS4KIT_GPU_INT8 unset, auto or all; experts: the routed experts only; never: the
-float columns that test_gpu_forward.py holds to the CPU engine), each expert's input column
-(the token's normalised h for gate and up, the SwiGLU output for down) is rounded to int8 per
-32 values before the product, so the GPU
+By default (DS4KIT_GPU_INT8 unset, auto or shared; experts: the routed experts only; all: those
+and every Q8_0 matmul, the attention's projections and the head; never: the float columns that
+test_gpu_forward.py holds to the CPU engine), each such matrix's input column (for the experts
+the token's normalised h for gate and up, the SwiGLU output for down) is rounded to int8 per
+32 values before the product (a grouped projection's groups each on their own), so the GPU
 no longer computes what the CPU engine computes (float columns). The oracle is the numpy
 float64 reference with those columns rounded the same way (tests/reference/ds4_ref_int8.py
 Int8Columns, which shares no code with the kernels). Measured on the H200 (run 20): the GPU
@@ -15,9 +17,9 @@ near-ties turn that into KLD spikes of 1e-2 to 5e-2 (mean 1.6e-3 over 140 positi
 6e-5). So the bounds here are test_gpu_forward's for the argmax, looser for the mean and max
 (a wrong scale or code is off by orders of magnitude: the host simulation holds the kernels to
 2e-6), and the median must sit well below the median against the CPU engine (2e-4): the oracle
-tells the two arithmetics apart. On the GPU itself:
+tells the two arithmetics apart. On the GPU itself, by default and with `all`:
 verify of widths 1-8 and both prefill modes equal decode bit for bit (test_gpu_forward's check); the switch changes no
-bit where the experts are not Q2_K, and does change the Q2_K model's; the row groups change no
+bit where the experts are not Q2_K, and each of its values changes the Q2_K model's; the row groups change no
 bit with int8 columns either; a bad value is an error naming the variable.
 Without a usable GPU every test SKIPS loudly (test_gpu_seam's `gpu` fixture).
 """
@@ -33,7 +35,7 @@ import numpy as np
 import pytest
 
 from test_gpu_forward import (MARGIN_TOL, _log_softmax, _path, _tokens, assert_row_groups_change_no_bit,
-                              assert_verify_and_prefill_equal_decode)
+                              assert_same_bits, assert_verify_and_prefill_equal_decode, decode_verify_prefill)
 from test_gpu_seam import gpu  # noqa: F401  (a fixture)
 
 from ds4kit import _engine
@@ -45,9 +47,12 @@ INT8_MAX_KLD_TOL = 1e-1
 INT8_MIN_TOP1 = 0.9
 INT8_MEDIAN_KLD_TOL = 2e-4
 NAME = "small-q2k"  # Q2_K experts; Q8_0 attention, shared expert and head (test_gpu_forward's 140 tokens)
-# The switch's values with int8 columns, and the expert matrices each gives them.
+# The switch's values with int8 columns, and the matrices each gives them (`all`: every Q8_0
+# tensor of small-q2k is one of these, which _int8_reference checks).
 MODES = {"default": (None, re.compile(r"ffn_(gate|up|down)_(exps|shexp)")),
-         "experts": ("experts", re.compile(r"ffn_(gate|up|down)_exps"))}
+         "experts": ("experts", re.compile(r"ffn_(gate|up|down)_exps")),
+         "all": ("all", re.compile(r"ffn_(gate|up|down)_(exps|shexp)|attn_(q_a|q_b|kv|output_a|output_b)\.weight$"
+                                   r"|^output\.weight$"))}
 
 
 def _kld(want: np.ndarray, got: np.ndarray) -> np.ndarray:
@@ -70,11 +75,18 @@ def _int8_reference(path: Path, toks: list[int], int8_matrices: re.Pattern) -> n
     w = load_weights(path)
     chosen = [k for k in w.tensors if int8_matrices.search(k)]
     assert all(types[k] == "Q2_K" for k in chosen if "_exps" in k), "the model's routed experts are not Q2_K"
-    assert all(types[k] == "Q8_0" for k in chosen if "_shexp" in k), "the model's shared expert is not Q8_0"
+    assert all(types[k] == "Q8_0" for k in chosen if "_exps" not in k), "a chosen matrix is not Q8_0"
     assert any("_exps" in k for k in chosen)
-    tensors = {k: Int8Columns(v) if k in chosen else v for k, v in w.tensors.items()}
+    if int8_matrices.search("blk.0.attn_q_a.weight"):  # `all`: the GPU's rule is every Q8_0 matmul
+        missed = [k for k, t in types.items() if t == "Q8_0" and k not in chosen]
+        assert not missed, f"Q8_0 tensors the reference would leave on float columns: {missed}"
+    counters = {k: {"products": 0} for k in chosen}
+    tensors = {k: Int8Columns(v, counters[k]) if k in chosen else v for k, v in w.tensors.items()}
     s = ReferenceSession(Weights(hp=w.hp, tensors=tensors), len(toks) + 8)
-    return np.stack([s.step(t) for t in toks])
+    logits = np.stack([s.step(t) for t in toks])
+    unused = [k for k, c in counters.items() if c["products"] == 0]
+    assert not unused, f"the reference never multiplied {unused} (its products took float columns)"
+    return logits
 
 
 @pytest.fixture(autouse=True)
@@ -123,19 +135,41 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
         f"({med_cpu:.3g}): the oracle does not tell the arithmetics apart")
 
 
-def test_gpu_int8_verify_and_prefill_equal_decode(gpu):
+@pytest.mark.parametrize("value", [None, "all"])
+def test_gpu_int8_verify_and_prefill_equal_decode(gpu, value, monkeypatch):
+    if value:
+        monkeypatch.setenv("DS4KIT_GPU_INT8", value)
     path = _path(NAME)
     toks = _tokens(NAME)
     g = _engine.Model(str(path), threads=0, backend=gpu)
     s = g.session(len(toks) + 8)
     want = np.stack([s.decode(t) for t in toks])
-    assert_verify_and_prefill_equal_decode(g, toks, want, f"{NAME} with int8 experts")
+    assert_verify_and_prefill_equal_decode(g, toks, want, f"{NAME} with DS4KIT_GPU_INT8={value or '(unset)'}")
 
 
-def test_gpu_int8_row_groups_change_no_bit(gpu, monkeypatch):
-    """test_gpu_forward's row-group check with the int8 expert kernels (their groups of 1 or 2
-    rows): decode, verify of width 5 and a batched prefill equal bit for bit."""
-    assert_row_groups_change_no_bit(_path(NAME), gpu, _tokens(NAME), f"{NAME} with int8 experts", monkeypatch)
+@pytest.mark.parametrize("value", [None, "all"])
+def test_gpu_int8_row_groups_change_no_bit(gpu, value, monkeypatch):
+    """test_gpu_forward's row-group check with the int8 kernels (the experts' groups of 1 or 2
+    rows; with `all` the Q8_0 matmuls' groups of 1, 2 or 4): decode, verify of width 5 and a
+    batched prefill equal bit for bit."""
+    if value:
+        monkeypatch.setenv("DS4KIT_GPU_INT8", value)
+    assert_row_groups_change_no_bit(_path(NAME), gpu, _tokens(NAME), f"{NAME} with DS4KIT_GPU_INT8={value or '(unset)'}",
+                                    monkeypatch)
+
+
+@pytest.mark.parametrize("var, one, other", [("DS4KIT_GPU_MATMUL_SETS", "never", "auto"),
+                                             ("DS4KIT_GPU_WIDE_ROWS", "never", "always")])
+def test_gpu_int8_all_launch_choices_change_no_bit(gpu, var, one, other, monkeypatch):
+    """With every Q8_0 matmul on int8 columns, the set kernel (the attention input's q_a and kv
+    in one launch, their columns quantised once) and the wide calls' 4 x 4 groups give each row
+    its lone launch's bits: decode, verify of widths 3 and 8 and a batched prefill."""
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "all")
+    out = {}
+    for mode in (one, other):
+        monkeypatch.setenv(var, mode)
+        out[mode] = decode_verify_prefill(_path(NAME), gpu, _tokens(NAME), widths=(3, 8))
+    assert_same_bits(out[one], out[other], var, f"{NAME} with DS4KIT_GPU_INT8=all")
 
 
 def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, monkeypatch):
@@ -149,11 +183,14 @@ def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, mo
     monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
     routed = _decode(q2k, gpu, q2k_toks)
     assert not np.array_equal(routed, floats), "DS4KIT_GPU_INT8=never left the Q2_K experts on int8 columns"
-    monkeypatch.setenv("DS4KIT_GPU_INT8", "all")
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "shared")
     both = _decode(q2k, gpu, q2k_toks)
-    assert not np.array_equal(both, routed), "DS4KIT_GPU_INT8=all left the shared expert on float columns"
+    assert not np.array_equal(both, routed), "DS4KIT_GPU_INT8=shared left the shared expert on float columns"
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "all")
+    every = _decode(q2k, gpu, q2k_toks)
+    assert not np.array_equal(every, both), "DS4KIT_GPU_INT8=all left the Q8_0 matmuls on float columns"
     monkeypatch.delenv("DS4KIT_GPU_INT8")
-    assert np.array_equal(_decode(q2k, gpu, q2k_toks), both), "the default is not DS4KIT_GPU_INT8=all"
+    assert np.array_equal(_decode(q2k, gpu, q2k_toks), both), "the default is not DS4KIT_GPU_INT8=shared"
     monkeypatch.setenv("DS4KIT_GPU_INT8", "sometimes")
     g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
     with pytest.raises(Exception, match="DS4KIT_GPU_INT8 is 'sometimes'"):

@@ -1,4 +1,4 @@
-// The int8-column expert kernels (gpu_moe_int8.cu, gpu_int8.h; the GPU's default) run on
+// The int8-column expert kernels (gpu_moe_int8.cu, gpu_int8.h, gpu_int8_columns.cu; the GPU's default) run on
 // the host (sim_runtime.h) against plain statements of what they compute:
 // - the column quantiser: per 32 values d = amax / 127 in float, q = x / d rounded half to even
 //   (ties checked), an all-zero block giving d = 0 and q = 0 (tests/reference/ds4_ref_int8.py);
@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/gpu/gpu_int8_columns.cu"
 #include "backend/gpu/gpu_moe_int8.cu"
 
 namespace {
@@ -79,7 +80,7 @@ Cols quantise(const std::vector<float>& x) {
     const int64_t values = (int64_t)x.size();
     Cols c{std::vector<int8_t>(x.size()), std::vector<float>((size_t)(values / 32))};
     sim_launch((unsigned)((values + 255) / 256), 1, 256,
-               [&] { ds4_int8_columns_kernel(x.data(), values, c.q.data(), c.d.data()); });
+               [&] { ds4_int8_columns_kernel(x.data(), values, 1, 0, values, values, c.q.data(), c.d.data()); });
     return c;
 }
 std::vector<double> dequant_cols(const Cols& c) {

@@ -188,6 +188,13 @@ public:
         if (n_rows == 0 || ncols == 0) return;
         check_matrix_type(W, "matmul");
         const gpu::DeviceWeight& dw = weights().get(W, "matmul");
+        if (gpu::int8_matmul_for(W.type, W.n_in())) {
+            std::lock_guard<std::mutex> lock(scratch_mu_);
+            uint8_t* q = scratch<uint8_t>(kSlotMatmulInt8, gpu::int8_matmul_scratch_bytes(ncols, 1, W.n_in()));
+            gpu::launch_matmul_int8(dw.data + (uint64_t)row0 * W.row_bytes, W.row_bytes, W.n_in(), n_rows, W.n_rows(),
+                                    X.get(), ldx, ncols, Y.get(), ldy, q, stream_);
+            return;
+        }
         gpu::launch_matmul(W.type, dw.data + (uint64_t)row0 * W.row_bytes, W.row_bytes, W.n_in(), n_rows, W.n_rows(),
                            X.get(), ldx, ncols, Y.get(), ldy, grid_.get(), stream_);
     }
@@ -213,6 +220,13 @@ public:
         if (rows == 0 || ncols == 0) return;
         check_matrix_type(W, "matmul_grouped");
         const gpu::DeviceWeight& dw = weights().get(W, "matmul_grouped");
+        if (gpu::int8_matmul_for(W.type, W.n_in())) {  // each group's columns quantised on their own
+            std::lock_guard<std::mutex> lock(scratch_mu_);
+            uint8_t* q = scratch<uint8_t>(kSlotMatmulInt8, gpu::int8_matmul_scratch_bytes(ncols, n_groups, W.n_in()));
+            gpu::launch_matmul_int8(dw.data, W.row_bytes, W.n_in(), rows, W.n_rows(), X.get(), ldx, ncols, Y.get(), ldy,
+                                    q, stream_, group_rows, n_groups, x_stride);
+            return;
+        }
         gpu::launch_matmul(W.type, dw.data, W.row_bytes, W.n_in(), rows, W.n_rows(), X.get(), ldx, ncols, Y.get(), ldy,
                            grid_.get(), stream_, group_rows, x_stride);
     }
@@ -221,7 +235,7 @@ public:
     void matmul_shared_x(const std::vector<MatmulOut>& outs, Dev<const float> X, int64_t ldx, int ncols) override {
         if (outs.empty()) return;
         const int64_t n_in = outs[0].W->n_in();
-        std::vector<gpu::MatmulSetJob> jobs;
+        std::vector<gpu::MatmulSetJob> jobs, int8_jobs;  // the Q8_0 ones on int8 columns (int8_matmul_for)
         jobs.reserve(outs.size());
         for (const MatmulOut& o : outs) {
             const WeightView& W = *o.W;
@@ -233,10 +247,16 @@ public:
             check_columns("matmul_shared_x", W, W.n_rows(), ldx, ncols, o.ldy);
             check_matrix_type(W, "matmul_shared_x");
             const gpu::DeviceWeight& dw = weights().get(W, "matmul_shared_x");
-            jobs.push_back(gpu::MatmulSetJob{W.type, dw.data, W.row_bytes, W.n_rows(), o.Y.get(), o.ldy});
+            const gpu::MatmulSetJob job{W.type, dw.data, W.row_bytes, W.n_rows(), o.Y.get(), o.ldy};
+            (gpu::int8_matmul_for(W.type, n_in) ? int8_jobs : jobs).push_back(job);
         }
         if (ncols == 0) return;
         gpu::launch_matmul_set(jobs.data(), (int)jobs.size(), n_in, X.get(), ldx, ncols, grid_.get(), stream_);
+        if (!int8_jobs.empty()) {
+            std::lock_guard<std::mutex> lock(scratch_mu_);
+            uint8_t* q = scratch<uint8_t>(kSlotMatmulInt8, gpu::int8_matmul_scratch_bytes(ncols, 1, n_in));
+            gpu::launch_matmul_set_int8(int8_jobs.data(), (int)int8_jobs.size(), n_in, X.get(), ldx, ncols, q, stream_);
+        }
     }
 
     void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
@@ -693,6 +713,7 @@ private:
         kSlotMoeOut,
         kSlotMoeInt8,
         kSlotMoeInt8Shared,  // the shared expert's, apart: it runs on the side stream
+        kSlotMatmulInt8,     // the Q8_0 matmuls' int8 columns (main stream: one call's at a time)
         kSlotScores,
         kSlotAttnPart,
         kSlots

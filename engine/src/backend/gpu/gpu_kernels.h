@@ -45,6 +45,21 @@ void launch_matmul_set(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const
                        const uint64_t* grid, void* stream);
 // Lanes per row (32 .. 256) of gpu_dot.h's reduction for a matrix of `rows` rows of n_in.
 int dot_lanes(int64_t rows, int64_t n_in);
+// The kernel shape of a matmul call (the float and the int8 kernels alike): NC columns a pass,
+// R rows a group, or the wide calls' kWideCols by kWideRows (wide). Chosen from the call, as
+// none of it changes a bit (gpu_dot.h).
+struct MatmulShape {
+    int NC, R;
+    bool wide;
+};
+MatmulShape matmul_shape(int64_t n_rows, int64_t tensor_rows, int L, int ncols, int64_t x_group_rows);
+// The column batch (1, 2, 4 or 8) of a call of ncols <= 8 columns: the narrowest that holds them.
+int narrow_cols_for(int ncols);
+// Whether sets launch together (DS4KIT_GPU_MATMUL_SETS=auto; never: a launch per matrix, to
+// measure what the sets buy), and whether a matrix of n_rows may join one: calls of up to 8
+// columns of one-row groups (the attention input's projections in decode and verify).
+bool matmul_sets_on();
+bool matmul_set_member(int64_t n_rows, int ncols);
 // Whether a matrix of `rows` rows (the tensor's; times the experts a token uses for moe) runs
 // gpu_dot.h's R-row groups: rows >= 8192, or as DS4KIT_GPU_ROW_GROUPS=auto|always|never says
 // (R changes no bit: tests/gpu compares always with never on models too small for the rule).
@@ -141,12 +156,31 @@ void launch_moe_routed(const MoeLaunch& a, void* s);
 void launch_moe_shared(const MoeLaunch& a, void* s);
 void launch_moe_combine(const MoeLaunch& a, void* s);
 
+// ---- gpu_int8_columns.cu ----
+// Which matrices take int8 columns (DS4KIT_GPU_INT8; gpu_int8.h): kNone (never: float columns,
+// the CPU engine's arithmetic), kExperts (experts: the routed Q2_K experts), kShared (shared,
+// and unset or auto: those and a Q8_0 shared expert), kAll (all: those and every Q8_0 matmul,
+// gpu_matmul_int8.cu). Another value: ArgumentError naming the variable.
+enum class Int8Scope { kNone, kExperts, kShared, kAll };
+Int8Scope int8_scope();
+// Where a call's int8 columns lie: column k's n codes at q + k n, its n / 32 scales at d + k n / 32.
+struct Int8Cols {
+    const int8_t* q;
+    const float* d;
+};
+// Bytes launch_int8_columns writes for `values` values (codes, then the scales on 16 bytes).
+int64_t int8_columns_bytes(int64_t values);
+// columns x groups columns of n values (n a multiple of 32; else ArgumentError): column
+// k = c groups + g is x + c ldx + g x_stride, quantised per 32 values into out (int8_columns_bytes
+// of columns groups n).
+Int8Cols launch_int8_columns(const float* x, int64_t ldx, int64_t columns, int64_t groups, int64_t x_stride,
+                             int64_t n, uint8_t* out, void* s);
+
 // ---- gpu_moe_int8.cu ----
-// Whether the routed experts run on int8 columns: DS4KIT_GPU_INT8 unset, auto, experts or all
-// (never: float columns; another value: ArgumentError naming the variable) and Q2_K gate, up
+// Whether the routed experts run on int8 columns: int8_scope() is not kNone, and Q2_K gate, up
 // and down with E and F multiples of 32.
 bool int8_experts_for(const MoeMats& exp, int64_t E);
-// Whether the shared expert does too: the routed ones do, DS4KIT_GPU_INT8 is not experts, and
+// Whether the shared expert does too: the routed ones do, int8_scope() is kShared or kAll, and
 // its gate, up and down are Q8_0 with F a multiple of 32.
 bool int8_shared_for(const MoeMats& exp, const MoeMats& sh, int64_t E);
 // Bytes of MoeLaunch::int8 (act_per_token: K F) or int8_sh (the shared expert's F) for a call of
@@ -161,6 +195,23 @@ struct ExpertWalk {
 void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gate_up, ExpertWalk down, void* s);
 // launch_moe_shared's, on int8 columns in a.int8_sh (one-row groups).
 void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gate_up, ExpertWalk down, void* s);
+
+// ---- gpu_matmul_int8.cu ----
+// Whether a matmul of `type` over n_in inputs runs on int8 columns: int8_scope() is kAll, the
+// type Q8_0 and n_in a multiple of 32. Then every matmul path (launch_matmul_int8,
+// launch_matmul_set_int8) takes that walk, so a row's bits never depend on the call.
+bool int8_matmul_for(uint32_t type, int64_t n_in);
+// Scratch bytes for a call of ncols columns of x_groups groups of n_in values.
+int64_t int8_matmul_scratch_bytes(int ncols, int64_t x_groups, int64_t n_in);
+// launch_matmul of a Q8_0 matrix (the split rows) on int8 columns: X's columns (each group of
+// a grouped call on its own) quantised into `scratch` first. Rows of a grouped call read
+// group r / x_group_rows; x_groups is how many groups X holds.
+void launch_matmul_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int64_t tensor_rows,
+                        const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy, uint8_t* scratch, void* stream,
+                        int64_t x_group_rows = 0, int64_t x_groups = 1, int64_t x_group_stride = 0);
+// launch_matmul_set on int8 columns: every job Q8_0 (int8_matmul_for), X quantised once.
+void launch_matmul_set_int8(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
+                            uint8_t* scratch, void* stream);
 
 // ---- gpu_state.cu ----
 void launch_kv_store(const float* kv, int64_t n, int64_t D, StepPos p0, int64_t ring_rows, uint16_t* ring, void* s);

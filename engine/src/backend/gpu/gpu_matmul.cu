@@ -29,10 +29,6 @@ MatmulKernels kernels_of(uint32_t type) {
 // Index 0..3 of a column batch of 1, 2, 4 or 8 in MatmulKernels.
 int batch_index(int NC) { return NC == 1 ? 0 : NC == 2 ? 1 : NC == 4 ? 2 : 3; }
 
-
-// The column batch of a call of ncols <= kCols columns: 1, 2, 4 or 8, the narrowest that holds them.
-int narrow_cols_for(int ncols) { return ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols; }
-
 // Whether a call of more than kCols columns (a prefill block) runs kWideCols columns by
 // kWideRows rows per group: each column chunk a lane loads then serves kWideRows rows (the L1
 // traffic for x, not the weights' bytes, bounds these calls), with 16 sums a lane where 8
@@ -56,16 +52,11 @@ void launch_with(const MatmulKernels& ks, const uint8_t* W, uint64_t row_bytes, 
                  int64_t tensor_rows, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy,
                  const uint64_t* grid, int64_t x_group_rows, int64_t x_group_stride, void* s) {
     const int L = dot_lanes(tensor_rows, n);
-    int NC = narrow_cols_for(ncols);
-    // A group of R rows reads one x group, so R must divide a grouped call's x groups.
-    const int R_many = NC == 1 ? max_group_rows<1>() : max_group_rows<kCols>();  // max_group_rows<NC>()
-    const bool many = row_groups_for(tensor_rows) && (x_group_rows == n_rows || x_group_rows % R_many == 0);
+    const MatmulShape sh = matmul_shape(n_rows, tensor_rows, L, ncols, x_group_rows);
     const int wide = dot_wide_at(ks.wide_alignment, W, row_bytes);
     const int x4 = dot_x_aligned(X, ldx) && dot_x_aligned(X, x_group_stride);
-    MatmulKernel k = many ? ks.rows_many[batch_index(NC)] : ks.rows1[batch_index(NC)];
-    int R = many ? R_many : 1;
-    if (wide_rows_for(n_rows, L, ncols, x_group_rows)) k = ks.wide, NC = kWideCols, R = kWideRows;
-    const dim3 g(dot_row_blocks(n_rows, L, R), (unsigned)((ncols + NC - 1) / NC));
+    const MatmulKernel k = sh.wide ? ks.wide : sh.R == 1 ? ks.rows1[batch_index(sh.NC)] : ks.rows_many[batch_index(sh.NC)];
+    const dim3 g(dot_row_blocks(n_rows, L, sh.R), (unsigned)((ncols + sh.NC - 1) / sh.NC));
     ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4,
                x_group_rows, x_group_stride);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
@@ -91,27 +82,22 @@ void launch_set(const MatmulKernels& ks, const MatmulSetJob* const* jobs, int n_
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_set_kernel");
 }
 
-// Whether a matrix may share a set launch: calls of up to kCols columns of one-row groups (the
-// attention input's projections in decode and verify); prefill's wide calls launch alone.
-bool set_member(const MatmulSetJob& j, int ncols) {
-    return ncols <= kCols && j.n_rows > 0 && !row_groups_for(j.n_rows);
-}
-
 }  // namespace
 
 void launch_matmul_set(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
                        const uint64_t* grid, void* stream) {
     if (ncols <= 0 || n_jobs <= 0) return;
-    // DS4KIT_GPU_MATMUL_SETS=never: a launch per matrix (to measure what the sets buy).
-    const bool sets = env_choice("DS4KIT_GPU_MATMUL_SETS", {"auto", "never"}) == 0;
+    const bool sets = matmul_sets_on();
     std::vector<char> done((size_t)n_jobs, 0);
     for (int i = 0; i < n_jobs; ++i) {
         if (done[i]) continue;
         const MatmulSetJob* set[kMatmulSetParts];
         int m = 0;
-        if (sets && set_member(jobs[i], ncols)) {
+        if (sets && matmul_set_member(jobs[i].n_rows, ncols)) {
             for (int j = i; j < n_jobs && m < kMatmulSetParts; ++j) {
-                if (!done[j] && jobs[j].type == jobs[i].type && set_member(jobs[j], ncols)) set[m++] = &jobs[j], done[j] = 1;
+                if (!done[j] && jobs[j].type == jobs[i].type && matmul_set_member(jobs[j].n_rows, ncols)) {
+                    set[m++] = &jobs[j], done[j] = 1;
+                }
             }
         }
         if (m <= 1) {
@@ -124,6 +110,21 @@ void launch_matmul_set(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const
         launch_set(kernels_of(jobs[i].type), set, m, n_in, X, ldx, ncols, grid, stream);
     }
 }
+
+int narrow_cols_for(int ncols) { return ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols; }
+
+MatmulShape matmul_shape(int64_t n_rows, int64_t tensor_rows, int L, int ncols, int64_t x_group_rows) {
+    if (wide_rows_for(n_rows, L, ncols, x_group_rows)) return MatmulShape{kWideCols, kWideRows, true};
+    const int NC = narrow_cols_for(ncols);
+    // A group of R rows reads one x group, so R must divide a grouped call's x groups.
+    const int R_many = NC == 1 ? max_group_rows<1>() : max_group_rows<kCols>();  // max_group_rows<NC>()
+    const bool many = row_groups_for(tensor_rows) && (x_group_rows == n_rows || x_group_rows % R_many == 0);
+    return MatmulShape{NC, many ? R_many : 1, false};
+}
+
+bool matmul_sets_on() { return env_choice("DS4KIT_GPU_MATMUL_SETS", {"auto", "never"}) == 0; }
+
+bool matmul_set_member(int64_t n_rows, int ncols) { return ncols <= kCols && n_rows > 0 && !row_groups_for(n_rows); }
 
 bool row_groups_for(int64_t rows) {
     const int mode = env_choice("DS4KIT_GPU_ROW_GROUPS", {"auto", "always", "never"});

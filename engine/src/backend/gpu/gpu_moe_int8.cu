@@ -1,6 +1,6 @@
 // The routed Q2_K experts, and with them a Q8_0 shared expert, on int8 columns (gpu_int8.h); the
-// default (DS4KIT_GPU_INT8=never: float columns; experts: the routed ones only): after
-// gpu_moe.cu's plan, h is quantised per token, gate and up run on it, the SwiGLU output is
+// default (DS4KIT_GPU_INT8=never: float columns; experts: the routed ones only; gpu_kernels.h
+// int8_scope): after gpu_moe.cu's plan, h is quantised per token (gpu_int8_columns.cu), gate and up run on it, the SwiGLU output is
 // quantised per column, and down runs on that (the shared expert the same way on its own
 // scratch, beside them on the side stream). Every path of a token (decode, verify, prefill)
 // takes these kernels, whose columns' sums do not depend on the columns a pass takes, so a
@@ -14,32 +14,8 @@
 
 namespace {
 constexpr uint32_t kQ2K = 10, kQ8_0 = 8;
-constexpr int kSharedCols = 4;      // the shared expert's columns a pass in calls of several tokens
-constexpr int kQuantThreads = 256;  // a thread per value: 8 int8 blocks a block
-static_assert(kQuantThreads % ds4::gpu::kInt8Block == 0, "whole int8 blocks a block");
+constexpr int kSharedCols = 4;  // the shared expert's columns a pass in calls of several tokens
 }  // namespace
-
-// Thread i: value i of the `values` values at x (contiguous columns whose lengths are
-// multiples of 32) into q[i], and d[i / 32] by the block's first thread. The block's amax is a
-// max (no rounding: any order gives it), here a tree over shared memory.
-extern "C" __global__ void ds4_int8_columns_kernel(const float* x, int64_t values, int8_t* q, float* d) {
-    ds4_kernel_entry();
-    __shared__ float mag[kQuantThreads];
-    const int t = (int)ds4_thread_x();
-    const int64_t i = (int64_t)ds4_block_x() * kQuantThreads + t;
-    const float v = i < values ? x[i] : 0.0f;
-    mag[t] = ds4::num::abs_f32(v);
-    ds4_sync_block();
-    for (int w = ds4::gpu::kInt8Block / 2; w > 0; w /= 2) {
-        if (t % ds4::gpu::kInt8Block < w) mag[t] = mag[t] < mag[t + w] ? mag[t + w] : mag[t];
-        ds4_sync_block();
-    }
-    const float scale = mag[t - t % ds4::gpu::kInt8Block] / 127.0f;
-    if (i < values) {
-        q[i] = ds4::gpu::int8_code(v, scale);
-        if (t % ds4::gpu::kInt8Block == 0) d[i / ds4::gpu::kInt8Block] = scale;
-    }
-}
 
 // Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)) for
 // the s-th chosen expert's columns c (the shared expert, active null: the NC tokens from s NC),
@@ -156,62 +132,39 @@ DS4_INT8_DOWN(1, kSharedCols, kQ8_0)
 namespace ds4 {
 namespace gpu {
 
-namespace {
-// Where the int8 columns of `values` values sit in the scratch: the codes, then the scales on
-// 16 bytes.
-int64_t scales_offset(int64_t values) { return (values + 15) / 16 * 16; }
-
-// The `values` values at x (contiguous columns of multiples of 32 values) as int8 columns.
-void int8_columns(const float* x, int64_t values, uint8_t* scratch, void* s) {
-    ds4_launch(ds4_int8_columns_kernel, dim3((unsigned)((values + kQuantThreads - 1) / kQuantThreads)),
-               dim3(kQuantThreads), s, x, values, reinterpret_cast<int8_t*>(scratch),
-               reinterpret_cast<float*>(scratch + scales_offset(values)));
-    DS4_GPU_CHECK_LAUNCH("ds4_int8_columns_kernel");
-}
-
-// DS4KIT_GPU_INT8: 0 auto (unset), 1 never, 2 experts (the routed ones), 3 all (and the shared one).
-int int8_choice() { return env_choice("DS4KIT_GPU_INT8", {"auto", "never", "experts", "all"}); }
-}  // namespace
-
 bool int8_experts_for(const MoeMats& exp, int64_t E) {
     // never: float columns, the CPU engine's arithmetic (tests/gpu/test_gpu_forward.py holds
     // that path to the CPU, and test_gpu_int8.py the others to the float64 reference with
     // int8 columns).
-    if (int8_choice() == 1) return false;
+    if (int8_scope() == Int8Scope::kNone) return false;
     return exp.type == kQ2K && exp.down_type == kQ2K && E % kInt8Block == 0 && exp.F % kInt8Block == 0;
 }
 
 bool int8_shared_for(const MoeMats& exp, const MoeMats& sh, int64_t E) {
-    const int how = int8_choice();
-    if (how == 1 || how == 2 || !int8_experts_for(exp, E)) return false;
+    const Int8Scope how = int8_scope();
+    if ((how != Int8Scope::kShared && how != Int8Scope::kAll) || !int8_experts_for(exp, E)) return false;
     return sh.type == kQ8_0 && sh.down_type == kQ8_0 && sh.F % kInt8Block == 0;
 }
 
 int64_t int8_scratch_bytes(int64_t n_tokens, int64_t E, int64_t act_per_token) {
-    const int64_t values = std::max(n_tokens * E, n_tokens * act_per_token);
-    return scales_offset(values) + 4 * (values / kInt8Block);
+    return int8_columns_bytes(std::max(n_tokens * E, n_tokens * act_per_token));
 }
 
 void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gu, ExpertWalk dn, void* s) {
     const MoeMats& x = a.exp;
     const int64_t P = a.n_tokens * a.K;
-    const uint8_t* q = a.int8;
-    int8_columns(a.h, a.n_tokens * a.E, a.int8, s);
-    const auto* hq = reinterpret_cast<const int8_t*>(q);
-    const auto* hd = reinterpret_cast<const float*>(q + scales_offset(a.n_tokens * a.E));
+    const Int8Cols h = launch_int8_columns(a.h, a.E, a.n_tokens, 1, 0, a.E, a.int8, s);
     ds4_launch(gu.rows == 1 ? ds4_moe_gate_up_int8_kernel<1, 1, kQ2K> : ds4_moe_gate_up_int8_kernel<2, 1, kQ2K>,
                dim3(dot_row_blocks(x.F, gu.L, gu.rows), (unsigned)slots), dim3(kDotBlock), s, x.gate, x.up,
-               x.gate_up_expert_bytes, x.gate_up_row_bytes, a.E, hq, hd, a.active, a.n_active, a.count, a.start,
+               x.gate_up_expert_bytes, x.gate_up_row_bytes, a.E, h.q, h.d, a.active, a.n_active, a.count, a.start,
                a.tok_of, a.n_tokens, x.F, a.clamp, a.act, gu.L, gu.wide);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_int8_kernel");
     // down, on the SwiGLU output (P columns of F) quantised into the same scratch (h's codes are
     // no longer read: the stream orders the launches).
-    int8_columns(a.act, P * x.F, a.int8, s);
-    const auto* aq = reinterpret_cast<const int8_t*>(q);
-    const auto* ad = reinterpret_cast<const float*>(q + scales_offset(P * x.F));
+    const Int8Cols act = launch_int8_columns(a.act, x.F, P, 1, 0, x.F, a.int8, s);
     ds4_launch(dn.rows == 1 ? ds4_moe_down_int8_kernel<1, 1, kQ2K> : ds4_moe_down_int8_kernel<4, 1, kQ2K>,
                dim3(dot_row_blocks(a.E, dn.L, dn.rows), (unsigned)slots), dim3(kDotBlock), s, x.down,
-               x.down_expert_bytes, x.down_row_bytes, x.F, aq, ad, a.active, a.n_active, a.count, a.start, a.n_tokens,
+               x.down_expert_bytes, x.down_row_bytes, x.F, act.q, act.d, a.active, a.n_active, a.count, a.start, a.n_tokens,
                a.E, a.out, dn.L, dn.wide);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_int8_kernel");
 }
@@ -219,24 +172,18 @@ void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gu, E
 void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gu, ExpertWalk dn, void* s) {
     // Its own quantised h and SwiGLU output (a.int8_sh), so it can run beside the routed
     // experts on another stream; a slot per pass of columns (tokens).
-    const uint8_t* q = a.int8_sh;
-    int8_columns(a.h, a.n_tokens * a.E, a.int8_sh, s);
-    const auto* hq = reinterpret_cast<const int8_t*>(q);
-    const auto* hd = reinterpret_cast<const float*>(q + scales_offset(a.n_tokens * a.E));
+    const Int8Cols h = launch_int8_columns(a.h, a.E, a.n_tokens, 1, 0, a.E, a.int8_sh, s);
     const bool one = a.n_tokens == 1;
     const int64_t slots = one ? 1 : (a.n_tokens + kSharedCols - 1) / kSharedCols;
     ds4_launch(one ? ds4_moe_gate_up_int8_kernel<1, 1, kQ8_0> : ds4_moe_gate_up_int8_kernel<1, kSharedCols, kQ8_0>,
                dim3(dot_row_blocks(a.sh.F, gu.L, 1), (unsigned)slots), dim3(kDotBlock), s, a.sh.gate, a.sh.up,
-               (uint64_t)0, a.sh.gate_up_row_bytes, a.E, hq, hd, nullptr, nullptr, nullptr, nullptr, nullptr,
+               (uint64_t)0, a.sh.gate_up_row_bytes, a.E, h.q, h.d, nullptr, nullptr, nullptr, nullptr, nullptr,
                a.n_tokens, a.sh.F, a.clamp_shared, a.act_sh, gu.L, gu.wide);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_int8_kernel");
-    const int64_t values = a.n_tokens * a.sh.F;
-    int8_columns(a.act_sh, values, a.int8_sh, s);
-    const auto* aq = reinterpret_cast<const int8_t*>(q);
-    const auto* ad = reinterpret_cast<const float*>(q + scales_offset(values));
+    const Int8Cols act = launch_int8_columns(a.act_sh, a.sh.F, a.n_tokens, 1, 0, a.sh.F, a.int8_sh, s);
     ds4_launch(one ? ds4_moe_down_int8_kernel<1, 1, kQ8_0> : ds4_moe_down_int8_kernel<1, kSharedCols, kQ8_0>,
                dim3(dot_row_blocks(a.E, dn.L, 1), (unsigned)slots), dim3(kDotBlock), s, a.sh.down, (uint64_t)0,
-               a.sh.down_row_bytes, a.sh.F, aq, ad, nullptr, nullptr, nullptr, nullptr, a.n_tokens, a.E, a.out_sh,
+               a.sh.down_row_bytes, a.sh.F, act.q, act.d, nullptr, nullptr, nullptr, nullptr, a.n_tokens, a.E, a.out_sh,
                dn.L, dn.wide);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_int8_kernel");
 }

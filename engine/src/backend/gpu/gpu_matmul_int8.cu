@@ -1,0 +1,226 @@
+// Q8_0 matmuls on int8 columns (DS4KIT_GPU_INT8=all; gpu_kernels.h int8_matmul_for): the
+// attention's projections, the head and every other Q8_0 matrix. A Q8_0 block's 32 codes times
+// the column's 32 int8 values are an exact integer (eight dp4a), so the float work per weight
+// falls to a quarter of an fma, where the float walk (gpu_dot.h) converts and multiplies each
+// code. The walk is gpu_int8.h's lane_dot_q8_0_int8 (lane l: blocks l, l + L, ..., then
+// gpu_tree.h's tree over L), the same for every column count and row group as the float
+// kernels' walk is, so verify == decode == prefill holds; the oracle is the float64 reference
+// with int8 columns (tests/gpu/test_gpu_int8.py). The lanes stay few (int8_q8_lanes: 8 to 32)
+// so that a tensor-core prefill, whose warps would each take the blocks of one lane, can give
+// the same bits (docs/gpu-backend.md, "Int8 columns").
+#include "backend/gpu/gpu_int8.h"
+#include "backend/gpu/gpu_matmul_kernels.h"  // MatmulSetArgs
+
+#include <stdint.h>
+
+namespace {
+constexpr uint32_t kQ8_0 = 8;
+}  // namespace
+
+// matmul_block's work on int8 columns: R rows a group of L lanes, column batch block y of NC
+// columns; column c's group g (rows g x_group_rows ..) is int8 column c x_groups + g.
+template <int NC, int R>
+__device__ inline void matmul_int8_block(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows,
+                                         const int8_t* q, const float* d, int ncols, float* Y, int64_t ldy, int L,
+                                         int wide, int64_t x_group_rows, int64_t x_groups, unsigned block,
+                                         float* part) {
+    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
+    const int64_t r0 = ds4::gpu::group_row_in(ln, R, block);
+    const int c_first = (int)ds4_block_y() * NC;
+    const int nc = ncols - c_first < NC ? ncols - c_first : NC;
+    const int64_t g = r0 < n_rows ? r0 / x_group_rows : 0;
+    const int8_t* xq[NC];
+    const float* xd[NC];
+    for (int c = 0; c < NC; ++c) {  // a column past the call's repeats the first; its sums are dropped
+        const int64_t k = (int64_t)(c_first + (c < nc ? c : 0)) * x_groups + g;
+        xq[c] = q + k * n;
+        xd[c] = d + k * (n / ds4::gpu::kInt8Block);
+    }
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = W + (uint64_t)(r0 + r < n_rows ? r0 + r : n_rows - 1) * row_bytes;
+    float acc[R * NC], out[R * NC];
+    for (int k = 0; k < R * NC; ++k) acc[k] = 0.0f;
+    if (r0 < n_rows) ds4::gpu::int8_group_dot<kQ8_0, R, NC>(rows, n, ln, wide != 0, xq, xd, acc);
+    ds4::gpu::group_reduce<R * NC>(acc, ln, part, out);
+    if (ln.lane == 0) {
+        for (int r = 0; r < R; ++r) {  // constant bounds: out stays in registers
+            for (int c = 0; c < NC; ++c) {
+                if (r0 + r < n_rows && c < nc) Y[(int64_t)(c_first + c) * ldy + r0 + r] = out[r * NC + c];
+            }
+        }
+    }
+}
+
+template <int NC, int R>
+__global__ void DS4_DOT_BOUNDS ds4_matmul_int8_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows,
+                                                      const int8_t* q, const float* d, int ncols, float* Y,
+                                                      int64_t ldy, int L, int wide, int64_t x_group_rows,
+                                                      int64_t x_groups) {
+    ds4_kernel_entry();
+    __shared__ float part[R * NC * ds4::gpu::kDotBlock];
+    matmul_int8_block<NC, R>(W, row_bytes, n, n_rows, q, d, ncols, Y, ldy, L, wide, x_group_rows, x_groups,
+                             ds4_block_x(), part);
+}
+
+// ds4_matmul_set_kernel on int8 columns: matrix i takes the blocks from its first_block, each
+// computed as ds4_matmul_int8_kernel computes it for that matrix alone (its L in part[i].L).
+template <int NC>
+__global__ void DS4_DOT_BOUNDS ds4_matmul_set_int8_kernel(MatmulSetArgs a, int64_t n, const int8_t* q, const float* d,
+                                                          int ncols) {
+    ds4_kernel_entry();
+    __shared__ float part[NC * ds4::gpu::kDotBlock];
+    const unsigned b = ds4_block_x();
+    MatmulSetPart m = a.part[0];
+#pragma unroll
+    for (int i = 1; i < kMatmulSetParts; ++i) {  // constant indices: the parameters stay in their bank
+        if (i < a.n_parts && b >= a.part[i].first_block) m = a.part[i];
+    }
+    matmul_int8_block<NC, 1>(m.W, m.row_bytes, n, m.n_rows, q, d, ncols, m.Y, m.ldy, m.L, m.wide, m.n_rows, 1,
+                             b - m.first_block, part);
+}
+
+#define DS4_MATMUL_INT8(NC, R)                                                                                   \
+    template __global__ void ds4_matmul_int8_kernel<NC, R>(const uint8_t*, uint64_t, int64_t, int64_t,            \
+                                                           const int8_t*, const float*, int, float*, int64_t, int, \
+                                                           int, int64_t, int64_t);
+#define DS4_MATMUL_INT8_NC(NC) DS4_MATMUL_INT8(NC, 1) DS4_MATMUL_INT8(NC, ds4::gpu::max_group_rows<NC>())
+#define DS4_MATMUL_SET_INT8(NC) \
+    template __global__ void ds4_matmul_set_int8_kernel<NC>(MatmulSetArgs, int64_t, const int8_t*, const float*, int);
+DS4_MATMUL_INT8_NC(1)
+DS4_MATMUL_INT8_NC(2)
+DS4_MATMUL_INT8_NC(4)
+DS4_MATMUL_INT8_NC(8)
+DS4_MATMUL_INT8(ds4::gpu::kWideCols, ds4::gpu::kWideRows)
+DS4_MATMUL_SET_INT8(1)
+DS4_MATMUL_SET_INT8(2)
+DS4_MATMUL_SET_INT8(4)
+DS4_MATMUL_SET_INT8(8)
+static_assert(ds4::gpu::kNarrowCols == 8, "the instances above are for column batches of 1, 2, 4 and 8");
+
+#if DS4_GPU_HOST_CODE
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "backend/gpu/gpu_kernels.h"
+#include "backend/gpu/gpu_runtime.h"
+
+namespace ds4 {
+namespace gpu {
+
+namespace {
+
+using Int8Kernel = void (*)(const uint8_t*, uint64_t, int64_t, int64_t, const int8_t*, const float*, int, float*,
+                            int64_t, int, int, int64_t, int64_t);
+using Int8SetKernel = void (*)(MatmulSetArgs, int64_t, const int8_t*, const float*, int);
+
+// The kernel of a call's shape (matmul_shape: the float kernels' choice).
+Int8Kernel int8_kernel_of(const MatmulShape& s) {
+    if (s.wide) return ds4_matmul_int8_kernel<kWideCols, kWideRows>;
+    const bool one = s.R == 1;
+    switch (s.NC) {
+        case 1: return one ? ds4_matmul_int8_kernel<1, 1> : ds4_matmul_int8_kernel<1, max_group_rows<1>()>;
+        case 2: return one ? ds4_matmul_int8_kernel<2, 1> : ds4_matmul_int8_kernel<2, max_group_rows<2>()>;
+        case 4: return one ? ds4_matmul_int8_kernel<4, 1> : ds4_matmul_int8_kernel<4, max_group_rows<4>()>;
+        default: return one ? ds4_matmul_int8_kernel<8, 1> : ds4_matmul_int8_kernel<8, max_group_rows<8>()>;
+    }
+}
+Int8SetKernel int8_set_kernel_of(int NC) {
+    return NC == 1 ? ds4_matmul_set_int8_kernel<1>
+           : NC == 2 ? ds4_matmul_set_int8_kernel<2>
+           : NC == 4 ? ds4_matmul_set_int8_kernel<4>
+                     : ds4_matmul_set_int8_kernel<8>;
+}
+
+// Lanes per row of the walk, from the matrix's shape alone: 8, or 16 or 32 where the rows
+// times 8 lanes would leave the GPU short of threads (about 128K: half of an H200's resident
+// threads) and every lane still gets two blocks. At most 32, so that a prefill GEMM can give
+// each lane's blocks to a warp of its own and keep the order.
+int int8_q8_lanes(int64_t rows, int64_t n_in) {
+    int L = 8;
+    while (L < 32 && rows * L < 131072 && (int64_t)L * 2 * 2 * kInt8Block <= n_in) L *= 2;
+    return L;
+}
+
+void launch_int8_with(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int64_t tensor_rows,
+                      const Int8Cols& x, int ncols, float* Y, int64_t ldy, int64_t x_group_rows, int64_t x_groups,
+                      void* s) {
+    const int L = int8_q8_lanes(tensor_rows, n_in);
+    const MatmulShape sh = matmul_shape(n_rows, tensor_rows, L, ncols, x_group_rows);
+    const dim3 g(dot_row_blocks(n_rows, L, sh.R), (unsigned)((ncols + sh.NC - 1) / sh.NC));
+    ds4_launch(int8_kernel_of(sh), g, dim3(kDotBlock), s, W, row_bytes, n_in, n_rows, x.q, x.d, ncols, Y, ldy, L,
+               dot_wide_at(8, W, row_bytes), x_group_rows, x_groups);
+    DS4_GPU_CHECK_LAUNCH("ds4_matmul_int8_kernel");
+}
+
+void launch_int8_set(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, const Int8Cols& x, int ncols,
+                     void* s) {
+    MatmulSetArgs a{};
+    a.n_parts = n_jobs;
+    int64_t blocks = 0;
+    for (int i = 0; i < n_jobs; ++i) {
+        const MatmulSetJob& j = *jobs[i];
+        const int L = int8_q8_lanes(j.n_rows, n_in);
+        a.part[i] = MatmulSetPart{j.W, j.row_bytes, j.n_rows, j.Y, j.ldy, L, dot_wide_at(8, j.W, j.row_bytes),
+                                  (unsigned)blocks};
+        blocks += dot_row_blocks(j.n_rows, L, 1);
+    }
+    if (blocks > 0x7fffffff) {
+        throw ArgumentError(DS4_GPU_WHO ": matmul set of " + std::to_string(blocks) + " blocks exceeds the launch grid");
+    }
+    const int NC = narrow_cols_for(ncols);
+    ds4_launch(int8_set_kernel_of(NC), dim3((unsigned)blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s,
+               a, n_in, x.q, x.d, ncols);
+    DS4_GPU_CHECK_LAUNCH("ds4_matmul_set_int8_kernel");
+}
+
+}  // namespace
+
+bool int8_matmul_for(uint32_t type, int64_t n_in) {
+    return type == kQ8_0 && n_in > 0 && n_in % kInt8Block == 0 && int8_scope() == Int8Scope::kAll;
+}
+
+int64_t int8_matmul_scratch_bytes(int ncols, int64_t x_groups, int64_t n_in) {
+    return int8_columns_bytes((int64_t)ncols * x_groups * n_in);
+}
+
+void launch_matmul_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int64_t tensor_rows,
+                        const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy, uint8_t* scratch, void* stream,
+                        int64_t x_group_rows, int64_t x_groups, int64_t x_group_stride) {
+    if (n_rows <= 0 || ncols <= 0) return;
+    if (x_group_rows <= 0) x_group_rows = n_rows, x_groups = 1, x_group_stride = 0;  // one x for every row
+    if (n_rows > 0x7fffffff || ncols / kNarrowCols > 65535) {
+        throw ArgumentError(DS4_GPU_WHO ": matmul of " + std::to_string(n_rows) + " rows x " + std::to_string(ncols) +
+                            " columns exceeds the launch grid");
+    }
+    const Int8Cols x = launch_int8_columns(X, ldx, ncols, x_groups, x_group_stride, n_in, scratch, stream);
+    launch_int8_with(W, row_bytes, n_in, n_rows, tensor_rows, x, ncols, Y, ldy, x_group_rows, x_groups, stream);
+}
+
+void launch_matmul_set_int8(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
+                            uint8_t* scratch, void* stream) {
+    if (ncols <= 0 || n_jobs <= 0) return;
+    const Int8Cols x = launch_int8_columns(X, ldx, ncols, 1, 0, n_in, scratch, stream);
+    std::vector<const MatmulSetJob*> members;
+    for (int i = 0; i < n_jobs; ++i) {
+        const MatmulSetJob& j = jobs[i];
+        if (matmul_sets_on() && matmul_set_member(j.n_rows, ncols)) {
+            members.push_back(&j);
+        } else {
+            launch_int8_with(j.W, j.row_bytes, n_in, j.n_rows, j.n_rows, x, ncols, j.Y, j.ldy, j.n_rows, 1, stream);
+        }
+    }
+    for (size_t i = 0; i < members.size(); i += kMatmulSetParts) {
+        const int m = (int)std::min<size_t>(kMatmulSetParts, members.size() - i);
+        if (m == 1) {
+            const MatmulSetJob& j = *members[i];
+            launch_int8_with(j.W, j.row_bytes, n_in, j.n_rows, j.n_rows, x, ncols, j.Y, j.ldy, j.n_rows, 1, stream);
+        } else {
+            launch_int8_set(members.data() + i, m, n_in, x, ncols, stream);
+        }
+    }
+}
+
+}  // namespace gpu
+}  // namespace ds4
+#endif
