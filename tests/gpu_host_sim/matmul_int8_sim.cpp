@@ -4,10 +4,11 @@
 // - the quantiser over strided and grouped columns (column c's group g at x + c ldx + g stride):
 //   per 32 values d = amax / 127 in float, q = x / d rounded half to even (ties), clamped to
 //   +-127, an all-zero block giving d = 0 and q = 0; codes and scales where the kernels read them;
-// - the matmul, bit for bit the order docs/gpu-backend.md states (lane l of L: blocks l, l + L,
-//   ..., acc = fma(dw, dx * isum, acc) with isum the block's exact integer dot; then the tree
-//   p[x] += p[x + s], s = L/2 .. 1), and within 2e-6 of the float64 dot of the dequantised row
-//   and column (relative to the sum of |w x|), for L = 8, 16, 32 and rows a lane runs short of;
+// - the matmul, bit for bit the order docs/gpu-backend.md states (L segments of G = ceil(nb / L)
+//   consecutive blocks, each acc = fma(dw, dx * isum, acc) in block order from 0 with isum the
+//   block's exact integer dot; then the segment sums added left to right), and within 2e-6 of
+//   the float64 dot of the dequantised row and column (relative to the sum of |w x|), for L = 1
+//   to 32 and segments that run short of blocks or have none;
 // - every column the same bits whatever the call: 1, 3, 8 and 13 columns, one-row and R-row
 //   groups, the wide calls' 4 x 4 (verify == decode == prefill at the kernel);
 // - a grouped call (rows of group g on column group g) bit for bit each group's own call;
@@ -16,6 +17,7 @@
 // builds and runs it.
 #include "sim_runtime.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -132,11 +134,11 @@ void quantiser_case() {
 
 // The order the kernels promise, written out serially for row r and int8 column k.
 float serial_dot(const Q8Rows& w, int64_t r, const Cols& c, int64_t values, int64_t k, int L) {
-    const int64_t nb = w.n / 32;
+    const int64_t nb = w.n / 32, G = (nb + L - 1) / L;
     std::vector<float> p((size_t)L, 0.0f);
     for (int l = 0; l < L; ++l) {
         float acc = 0.0f;
-        for (int64_t b = l; b < nb; b += L) {
+        for (int64_t b = l * G; b < std::min<int64_t>((l + 1) * G, nb); ++b) {
             int isum = 0;
             for (int j = 0; j < 32; ++j) isum += (int)w.code(r, 32 * b + j) * (int)c.q()[k * w.n + 32 * b + j];
             const float dx = c.d(values)[(k * w.n) / 32 + b];
@@ -144,10 +146,9 @@ float serial_dot(const Q8Rows& w, int64_t r, const Cols& c, int64_t values, int6
         }
         p[(size_t)l] = acc;
     }
-    for (int s = L / 2; s > 0; s /= 2) {
-        for (int x = 0; x < s; ++x) p[(size_t)x] = p[(size_t)x] + p[(size_t)(x + s)];
-    }
-    return p[0];
+    float fold = p[0];
+    for (int l = 1; l < L; ++l) fold = fold + p[(size_t)l];
+    return fold;
 }
 
 // Y (ncols x rows) from ds4_matmul_int8_kernel<NC, R>, the launcher's grid.
@@ -173,7 +174,7 @@ std::vector<float> columns_of(int64_t n, int64_t ncols, std::mt19937_64& rng) {
 
 void order_case(int64_t rows, int64_t n, int L, int wide) {
     const std::string name = std::to_string(rows) + " rows of " + std::to_string(n) + ", " + std::to_string(L) +
-                             " lanes, " + (wide ? "8-byte" : "byte") + " loads";
+                             " lane(s), " + (wide ? "8-byte" : "byte") + " loads";
     std::mt19937_64 rng((uint64_t)(rows * 131 + n * 7 + L + wide));
     const Q8Rows w = random_q8(rows, n, rng);
     const int64_t ncols = 2;
@@ -290,7 +291,9 @@ int main() {
     quantiser_case();
     order_case(37, 1024, 8, 1);
     order_case(20, 4096, 32, 1);
-    order_case(9, 96, 16, 0);  // 3 blocks: most lanes have none
+    order_case(300, 256, 1, 1);
+    order_case(9, 96, 16, 0);   // 3 blocks: most segments have none
+    order_case(11, 320, 4, 1);  // 10 blocks: segments of 3, the last of 1
     invariance_case();
     grouped_case();
     set_case<1>({{40, 8}, {9, 32}}, 512, 1);

@@ -1,5 +1,5 @@
-// Int8 columns for the Q2_K experts and the Q8_0 shared expert (docs/gpu-backend.md, "int8
-// columns"; gpu_moe_int8.cu says when): a column of n values (n a multiple of 32) becomes
+// Int8 columns for the Q2_K experts, the Q8_0 shared expert and the Q8_0 matmuls (docs/gpu-backend.md,
+// "Int8 columns"; gpu_moe_int8.cu and gpu_matmul_int8.cu say when; gpu_int8_columns.cu quantises): a column of n values (n a multiple of 32) becomes
 // n int8 codes and n / 32 float scales, per 32 values d = amax / 127 and q = rint(x / d) (half to
 // even; d = 0 gives q = 0), as tests/reference/ds4_ref_int8.py quantise_int8 writes it. A Q2_K
 // sub-block's 16 codes times the column's 16 int8 values are then an exact integer (four dp4a), where
@@ -116,53 +116,93 @@ __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, 
     }
 }
 
-// acc[r * NC + c] (per lane) += the lane's share of rows[r] . x_c for R Q8_0 rows (the backend's
-// split rows, gpu_dequant.h: the nb x 32 codes, then nb f16 scales) against NC int8 columns
-// (codes xq[c], scales xd[c]; a column past the call's repeats one before it, its sums are
-// dropped), a whole block a step: lane l takes blocks l, l + L, ...; per block, with isum the
-// 32 codes' integer dot with the column's (eight dp4a) and dw, dx the two scales,
-// acc = fma(dw, dx * isum, acc). A column's sums are the same for every NC. WIDE: the rows
-// allow 8-byte loads.
+// acc[r * NC + c] = fma(dw, dx * isum, acc[r * NC + c]) for Q8_0 block b of R rows (the
+// backend's split rows, gpu_dequant.h: the nb x 32 codes, then nb f16 scales) against NC int8
+// columns (codes xq[c], scales xd[c]): isum the 32 codes' integer dot with the column's (eight
+// dp4a), dw and dx the two scales. WIDE: the rows allow 8-byte loads.
+template <int R, int NC, bool WIDE>
+__device__ inline void q8_0_int8_block(const uint8_t* const* rows, int64_t nb, int64_t b, const int8_t* const* xq,
+                                       const float* const* xd, float* acc) {
+    uint32_t w[R][8];
+    float dw[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const uint8_t* codes = rows[r] + 32 * b;
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            if constexpr (WIDE) {
+                const uint64_t v = reinterpret_cast<const uint64_t*>(codes)[m];
+                w[r][2 * m] = (uint32_t)v, w[r][2 * m + 1] = (uint32_t)(v >> 32);
+            } else {
+                w[r][2 * m] = rd32(codes + 8 * m), w[r][2 * m + 1] = rd32(codes + 8 * m + 4);
+            }
+        }
+        dw[r] = h2f(rows[r] + 32 * nb + 2 * b);
+    }
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        const uint4_t* xp = reinterpret_cast<const uint4_t*>(xq[c] + 32 * b);
+        const uint4_t x0 = xp[0], x1 = xp[1];
+        const float dx = xd[c][b];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            int isum = dot4_s8(w[r][0], x0.a, 0);
+            isum = dot4_s8(w[r][1], x0.b, isum);
+            isum = dot4_s8(w[r][2], x0.c, isum);
+            isum = dot4_s8(w[r][3], x0.d, isum);
+            isum = dot4_s8(w[r][4], x1.a, isum);
+            isum = dot4_s8(w[r][5], x1.b, isum);
+            isum = dot4_s8(w[r][6], x1.c, isum);
+            isum = dot4_s8(w[r][7], x1.d, isum);
+            acc[r * NC + c] = ds4_fmaf(dw[r], dx * small_int_to_f32(isum), acc[r * NC + c]);
+        }
+    }
+}
+
+// The shared expert's walk: acc (per lane) += the lane's share of rows[r] . x_c, lane l taking
+// blocks l, l + L, ... in order (then gpu_tree.h's tree over L; a column past the call's
+// repeats one before it, its sums are dropped). A column's sums are the same for every NC.
 template <int R, int NC, bool WIDE>
 __device__ inline void lane_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln,
                                           const int8_t* const* xq, const float* const* xd, float* acc) {
     const int64_t nb = n / kInt8Block;
-    for (int64_t b = ln.lane; b < nb; b += ln.L) {
-        uint32_t w[R][8];
-        float dw[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const uint8_t* codes = rows[r] + 32 * b;
-#pragma unroll
-            for (int m = 0; m < 4; ++m) {
-                if constexpr (WIDE) {
-                    const uint64_t v = reinterpret_cast<const uint64_t*>(codes)[m];
-                    w[r][2 * m] = (uint32_t)v, w[r][2 * m + 1] = (uint32_t)(v >> 32);
-                } else {
-                    w[r][2 * m] = rd32(codes + 8 * m), w[r][2 * m + 1] = rd32(codes + 8 * m + 4);
-                }
-            }
-            dw[r] = h2f(rows[r] + 32 * nb + 2 * b);
-        }
-#pragma unroll
-        for (int c = 0; c < NC; ++c) {
-            const uint4_t* xp = reinterpret_cast<const uint4_t*>(xq[c] + 32 * b);
-            const uint4_t x0 = xp[0], x1 = xp[1];
-            const float dx = xd[c][b];
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                int isum = dot4_s8(w[r][0], x0.a, 0);
-                isum = dot4_s8(w[r][1], x0.b, isum);
-                isum = dot4_s8(w[r][2], x0.c, isum);
-                isum = dot4_s8(w[r][3], x0.d, isum);
-                isum = dot4_s8(w[r][4], x1.a, isum);
-                isum = dot4_s8(w[r][5], x1.b, isum);
-                isum = dot4_s8(w[r][6], x1.c, isum);
-                isum = dot4_s8(w[r][7], x1.d, isum);
-                acc[r * NC + c] = ds4_fmaf(dw[r], dx * small_int_to_f32(isum), acc[r * NC + c]);
-            }
+    for (int64_t b = ln.lane; b < nb; b += ln.L) q8_0_int8_block<R, NC, WIDE>(rows, nb, b, xq, xd, acc);
+}
+
+// The matmuls' walk (gpu_matmul_int8.cu), in segments: a row's nb blocks split into L segments
+// of G = ceil(nb / L) consecutive blocks, lane s taking segment s (blocks s G .. s G + G, those
+// below nb) in block order from 0; segment_fold then adds the L segment sums left to right.
+// A tensor-core GEMM can give the same bits: it walks K in order with two accumulators per
+// output, the segment's and the fold (docs/gpu-backend.md, "Int8 columns").
+template <int R, int NC, bool WIDE>
+__device__ inline void segment_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln,
+                                             const int8_t* const* xq, const float* const* xd, float* acc) {
+    const int64_t nb = n / kInt8Block, G = (nb + ln.L - 1) / ln.L;
+    const int64_t end = (ln.lane + 1) * G < nb ? (ln.lane + 1) * G : nb;
+    if constexpr (R * NC <= 4) {  // blocks' loads in flight for the GEMVs of decode; wider calls would spill
+#pragma unroll 4
+        for (int64_t b = ln.lane * G; b < end; ++b) q8_0_int8_block<R, NC, WIDE>(rows, nb, b, xq, xd, acc);
+    } else {
+        for (int64_t b = ln.lane * G; b < end; ++b) q8_0_int8_block<R, NC, WIDE>(rows, nb, b, xq, xd, acc);
+    }
+}
+
+// out[c] (lane 0 of each group) = ((p_0 + p_1) + p_2) + ... + p_{L-1}, p_s lane s's acc[c]: the
+// segments' fold. part: NS x kDotBlock floats of shared memory. Every thread of the block calls
+// it; it ends with a barrier.
+template <int NS>
+__device__ inline void segment_fold(const float* acc, const Lanes& ln, float* part, float* out) {
+    const int t = ln.group * ln.L + ln.lane;
+    for (int c = 0; c < NS; ++c) part[c * kDotBlock + t] = acc[c];
+    ds4_sync_block();
+    if (ln.lane == 0) {
+        for (int c = 0; c < NS; ++c) {
+            float v = part[c * kDotBlock + t];
+            for (int s = 1; s < ln.L; ++s) v = v + part[c * kDotBlock + t + s];
+            out[c] = v;
         }
     }
+    ds4_sync_block();
 }
 
 template <int R>
@@ -190,6 +230,17 @@ __device__ inline void int8_group_dot(const uint8_t* const* rows, int64_t n, con
         } else {
             lane_dot_q8_0_int8<R, NC, false>(rows, n, ln, xq, xd, acc);
         }
+    }
+}
+
+// segment_dot_q8_0_int8 as `wide` chooses the word loads.
+template <int R, int NC>
+__device__ inline void segment_group_dot_q8_0(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
+                                              const int8_t* const* xq, const float* const* xd, float* acc) {
+    if (wide) {
+        segment_dot_q8_0_int8<R, NC, true>(rows, n, ln, xq, xd, acc);
+    } else {
+        segment_dot_q8_0_int8<R, NC, false>(rows, n, ln, xq, xd, acc);
     }
 }
 

@@ -2,20 +2,16 @@
 // attention's projections, the head and every other Q8_0 matrix. A Q8_0 block's 32 codes times
 // the column's 32 int8 values are an exact integer (eight dp4a), so the float work per weight
 // falls to a quarter of an fma, where the float walk (gpu_dot.h) converts and multiplies each
-// code. The walk is gpu_int8.h's lane_dot_q8_0_int8 (lane l: blocks l, l + L, ..., then
-// gpu_tree.h's tree over L), the same for every column count and row group as the float
-// kernels' walk is, so verify == decode == prefill holds; the oracle is the float64 reference
-// with int8 columns (tests/gpu/test_gpu_int8.py). The lanes stay few (int8_q8_lanes: 8 to 32)
-// so that a tensor-core prefill, whose warps would each take the blocks of one lane, can give
-// the same bits (docs/gpu-backend.md, "Int8 columns").
+// code. The walk is gpu_int8.h's segment_dot_q8_0_int8 (lane s of L: the s-th run of
+// consecutive blocks, then the L segment sums folded left to right), the same for every column
+// count and row group, so verify == decode == prefill holds; the oracle is the float64
+// reference with int8 columns (tests/gpu/test_gpu_int8.py). A tensor-core prefill walking K in
+// order with a segment and a fold accumulator per output can give the same bits
+// (docs/gpu-backend.md, "Int8 columns").
 #include "backend/gpu/gpu_int8.h"
 #include "backend/gpu/gpu_matmul_kernels.h"  // MatmulSetArgs
 
 #include <stdint.h>
-
-namespace {
-constexpr uint32_t kQ8_0 = 8;
-}  // namespace
 
 // matmul_block's work on int8 columns: R rows a group of L lanes, column batch block y of NC
 // columns; column c's group g (rows g x_group_rows ..) is int8 column c x_groups + g.
@@ -40,8 +36,8 @@ __device__ inline void matmul_int8_block(const uint8_t* W, uint64_t row_bytes, i
     for (int r = 0; r < R; ++r) rows[r] = W + (uint64_t)(r0 + r < n_rows ? r0 + r : n_rows - 1) * row_bytes;
     float acc[R * NC], out[R * NC];
     for (int k = 0; k < R * NC; ++k) acc[k] = 0.0f;
-    if (r0 < n_rows) ds4::gpu::int8_group_dot<kQ8_0, R, NC>(rows, n, ln, wide != 0, xq, xd, acc);
-    ds4::gpu::group_reduce<R * NC>(acc, ln, part, out);
+    if (r0 < n_rows) ds4::gpu::segment_group_dot_q8_0<R, NC>(rows, n, ln, wide != 0, xq, xd, acc);
+    ds4::gpu::segment_fold<R * NC>(acc, ln, part, out);
     if (ln.lane == 0) {
         for (int r = 0; r < R; ++r) {  // constant bounds: out stays in registers
             for (int c = 0; c < NC; ++c) {
@@ -132,13 +128,14 @@ Int8SetKernel int8_set_kernel_of(int NC) {
                      : ds4_matmul_set_int8_kernel<8>;
 }
 
-// Lanes per row of the walk, from the matrix's shape alone: 8, or 16 or 32 where the rows
-// times 8 lanes would leave the GPU short of threads (about 128K: half of an H200's resident
-// threads) and every lane still gets two blocks. At most 32, so that a prefill GEMM can give
-// each lane's blocks to a warp of its own and keep the order.
+// Segments (lanes) per row, from the matrix's shape alone: doubled from 1 while the rows times
+// the lanes leave the GPU short of threads (about 128K: half of an H200's resident threads),
+// every segment keeps at least 4 blocks (a GEMM's k-tile of 128 values) and a block's 256
+// threads hold them.
 int int8_q8_lanes(int64_t rows, int64_t n_in) {
-    int L = 8;
-    while (L < 32 && rows * L < 131072 && (int64_t)L * 2 * 2 * kInt8Block <= n_in) L *= 2;
+    const int64_t nb = n_in / kInt8Block;
+    int L = 1;
+    while (L < kDotBlock && rows * L < 131072 && nb / (2 * L) >= 4) L *= 2;
     return L;
 }
 
@@ -177,6 +174,7 @@ void launch_int8_set(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, 
 }  // namespace
 
 bool int8_matmul_for(uint32_t type, int64_t n_in) {
+    constexpr uint32_t kQ8_0 = 8;
     return type == kQ8_0 && n_in > 0 && n_in % kInt8Block == 0 && int8_scope() == Int8Scope::kAll;
 }
 
