@@ -22,6 +22,10 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
   grouped columns, ties to even) against the reference's statement, the matmul bit for bit the
   stated order and near the float64 dot, every column the same bits at 1 to 13 columns, in row
   groups, grouped calls and sets.
+- gpu_gemm_int8.cu's prefill GEMM (gemm_int8_sim.cpp, and gemm_int8_mma_sim.cpp with the
+  tensor-core fragments and the mma.sync product as the PTX ISA defines it): every output bit for
+  bit the GEMV's, over partial tiles, segments across K steps, segments without blocks, all row
+  load widths and a grouped call.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -38,7 +42,8 @@ SIM = ROOT / "tests" / "gpu_host_sim"
 # Each driver and the cases it prints "ok" for.
 DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10),
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
-           ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 21)]
+           ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 21),
+           ("gemm_int8_sim.cpp", 6), ("gemm_int8_mma_sim.cpp", 6)]
 
 
 @pytest.mark.parametrize("driver, cases", DRIVERS)

@@ -36,7 +36,7 @@ import pytest
 
 from test_gpu_forward import (MARGIN_TOL, _log_softmax, _path, _tokens, assert_row_groups_change_no_bit,
                               assert_same_bits, assert_verify_and_prefill_equal_decode, decode_verify_prefill)
-from test_gpu_seam import gpu  # noqa: F401  (a fixture)
+from test_gpu_seam import _small, gpu  # noqa: F401  (gpu is a fixture)
 
 from ds4kit import _engine
 
@@ -145,6 +145,29 @@ def test_gpu_int8_verify_and_prefill_equal_decode(gpu, value, monkeypatch):
     s = g.session(len(toks) + 8)
     want = np.stack([s.decode(t) for t in toks])
     assert_verify_and_prefill_equal_decode(g, toks, want, f"{NAME} with DS4KIT_GPU_INT8={value or '(unset)'}")
+
+
+@pytest.mark.parametrize("value", [None, "all"])
+def test_gpu_int8_long_context_bits(gpu, value, monkeypatch):
+    """test_gpu_forward's long context (1600 tokens: the indexer's block scans, the window
+    wrapped many times) on int8 columns: one-by-one decode of every token, a batched prefill of
+    all but the last 8 then their decode, and a verify of those 8 give the same bits."""
+    if value:
+        monkeypatch.setenv("DS4KIT_GPU_INT8", value)
+    n = 400 if _small() else 1600
+    toks = [int(t) for t in np.random.default_rng(77).integers(0, 1024, n)]
+    g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
+    s = g.session(n + 8)
+    decoded = np.stack([s.decode(t) for t in toks])
+    s = g.session(n + 8)
+    last = s.prefill(toks[:n - 8], "batched")
+    what = f"{NAME} at {n} tokens with DS4KIT_GPU_INT8={value or '(unset)'}"
+    assert np.array_equal(last, decoded[n - 9]), f"{what}: the batched prefill differs from decode"
+    snap = s.snapshot()
+    assert np.array_equal(np.stack([s.decode(t) for t in toks[n - 8:]]), decoded[n - 8:]), (
+        f"{what}: decode after the prefill differs from decode all the way")
+    s.restore(snap)
+    assert np.array_equal(s.verify(toks[n - 8:]), decoded[n - 8:]), f"{what}: verify differs from decode"
 
 
 @pytest.mark.parametrize("value", [None, "all"])

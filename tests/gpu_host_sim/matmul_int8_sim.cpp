@@ -28,63 +28,9 @@
 
 #include "backend/gpu/gpu_int8_columns.cu"
 #include "backend/gpu/gpu_matmul_int8.cu"
+#include "int8_sim_common.h"
 
 namespace {
-
-int failures = 0;
-
-void report(bool ok, const std::string& name, const std::string& why = "") {
-    std::printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", name.c_str(), ok || why.empty() ? "" : ": ", ok ? "" : why.c_str());
-    failures += !ok;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
-
-// Q8_0 rows in the backend's split layout: each row's nb x 32 codes, then its nb f16 scales.
-struct Q8Rows {
-    int64_t rows, n;
-    uint64_t row_bytes;
-    std::vector<uint8_t> bytes;
-    int8_t code(int64_t r, int64_t i) const { return (int8_t)bytes[(size_t)(r * row_bytes + i)]; }
-    float scale(int64_t r, int64_t b) const {
-        uint16_t h;
-        std::memcpy(&h, &bytes[(size_t)(r * row_bytes + (n / 32) * 32 + 2 * b)], 2);
-        return ds4::f16_to_f32(h);
-    }
-};
-Q8Rows random_q8(int64_t rows, int64_t n, std::mt19937_64& rng) {
-    Q8Rows w{rows, n, (uint64_t)(n / 32 * 34), {}};
-    w.bytes.resize((size_t)(rows * w.row_bytes));
-    for (uint8_t& b : w.bytes) b = (uint8_t)rng();
-    std::uniform_real_distribution<float> f(0.001f, 0.02f);
-    for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t b = 0; b < n / 32; ++b) {
-            const uint16_t h = ds4::f32_to_f16(f(rng));
-            std::memcpy(&w.bytes[(size_t)(r * w.row_bytes + (n / 32) * 32 + 2 * b)], &h, 2);
-        }
-    }
-    return w;
-}
-
-// What launch_int8_columns writes: codes, then the scales on 16 bytes.
-struct Cols {
-    std::vector<uint8_t> bytes;
-    const int8_t* q() const { return reinterpret_cast<const int8_t*>(bytes.data()); }
-    const float* d(int64_t values) const {
-        return reinterpret_cast<const float*>(bytes.data() + (values + 15) / 16 * 16);
-    }
-};
-Cols quantise(const std::vector<float>& x, int64_t ldx, int64_t columns, int64_t groups, int64_t stride, int64_t n) {
-    const int64_t values = columns * groups * n;
-    Cols c{std::vector<uint8_t>((size_t)((values + 15) / 16 * 16 + 4 * (values / 32)), 0xAB)};
-    auto* q = reinterpret_cast<int8_t*>(c.bytes.data());
-    auto* d = const_cast<float*>(c.d(values));
-    sim_launch((unsigned)((values + 255) / 256), 1, 256,
-               [&] { ds4_int8_columns_kernel(x.data(), ldx, groups, stride, n, values, q, d); });
-    return c;
-}
 
 // The quantiser as tests/reference/ds4_ref_int8.py states it, for one block of 32 values.
 void quantise_block(const float* v, int8_t* q, float* d) {
@@ -149,27 +95,6 @@ float serial_dot(const Q8Rows& w, int64_t r, const Cols& c, int64_t values, int6
     float fold = p[0];
     for (int l = 1; l < L; ++l) fold = fold + p[(size_t)l];
     return fold;
-}
-
-// Y (ncols x rows) from ds4_matmul_int8_kernel<NC, R>, the launcher's grid.
-template <int NC, int R>
-std::vector<float> run(const Q8Rows& w, const Cols& c, int64_t ncols, int L, int wide, int64_t x_group_rows = 0,
-                       int64_t x_groups = 1) {
-    std::vector<float> y((size_t)(ncols * w.rows), -7.0f);
-    const int64_t values = ncols * x_groups * w.n;
-    const int64_t xg = x_group_rows > 0 ? x_group_rows : w.rows;
-    sim_launch(ds4::gpu::dot_row_blocks(w.rows, L, R), (unsigned)((ncols + NC - 1) / NC), ds4::gpu::kDotBlock, [&] {
-        ds4_matmul_int8_kernel<NC, R>(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols,
-                                      y.data(), w.rows, L, wide, xg, x_groups);
-    });
-    return y;
-}
-
-std::vector<float> columns_of(int64_t n, int64_t ncols, std::mt19937_64& rng) {
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> x((size_t)(n * ncols));
-    for (float& v : x) v = nd(rng);
-    return x;
 }
 
 void order_case(int64_t rows, int64_t n, int L, int wide) {

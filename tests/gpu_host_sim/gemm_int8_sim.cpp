@@ -1,0 +1,81 @@
+// The prefill GEMM on int8 columns (gpu_gemm_int8.cu) run on the host (sim_runtime.h) against
+// the GEMV kernel of gpu_matmul_int8.cu, whose bits decode and verify give: every output bit
+// for bit, for K walks of whole and partial 4-block steps, segments of 4 to 12 blocks and
+// segments left without blocks, 9 to 45 columns (partial column tiles), rows that are not a
+// multiple of 128, 16-byte, 8-byte and byte row loads, and a grouped call (two groups of 128
+// rows). Built twice by tests/engine/test_gpu_kernels_host_sim.py: with the dp4a tile product
+// (HIP's path) and, through gemm_int8_mma_sim.cpp, with the tensor-core fragments as the CUDA
+// path loads them and the mma.sync product as the PTX ISA defines it (gpu_mma_s8.h). Prints one
+// line per case; exit status 1 if any differs.
+#include "sim_runtime.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/gpu/gpu_gemm_int8.cu"
+#include "backend/gpu/gpu_int8_columns.cu"
+#include "backend/gpu/gpu_matmul_int8.cu"
+#include "int8_sim_common.h"
+
+namespace {
+
+#if defined(DS4_MMA_EMULATE)
+const char* kPath = "mma fragments";
+#else
+const char* kPath = "dp4a";
+#endif
+
+std::vector<float> gemm(const Q8Rows& w, const Cols& c, int64_t ncols, int L, int mode, int64_t x_group_rows = 0,
+                        int64_t x_groups = 1) {
+    std::vector<float> y((size_t)(ncols * w.rows), -7.0f);
+    const int64_t values = ncols * x_groups * w.n;
+    const int64_t xg = x_group_rows > 0 ? x_group_rows : w.rows;
+    sim_launch((unsigned)((w.rows + 127) / 128), (unsigned)((ncols + 31) / 32), 256, [&] {
+        ds4_gemm_int8_kernel(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols, y.data(),
+                             w.rows, L, mode, xg, x_groups);
+    });
+    return y;
+}
+
+void gemm_case(int64_t rows, int64_t n, int L, int64_t ncols, int mode, int64_t groups = 1) {
+    const int64_t nb = n / 32, G = (nb + L - 1) / L;
+    const std::string name = std::string(kPath) + ": " + std::to_string(rows) + " rows of " + std::to_string(n) + " (" +
+                             std::to_string(nb) + " blocks, " + std::to_string(L) + " segments of " +
+                             std::to_string(G) + "), " + std::to_string(ncols) + " columns, " +
+                             (mode == 2 ? "16-byte" : mode == 1 ? "8-byte" : "byte") + " loads" +
+                             (groups > 1 ? ", " + std::to_string(groups) + " groups" : "") +
+                             ": the GEMV's bits";
+    std::mt19937_64 rng((uint64_t)(rows * 7 + n * 3 + L * 11 + ncols + mode));
+    const Q8Rows w = random_q8(rows, n, rng);
+    const int64_t group_rows = rows / groups, stride = n + 64, ldx = groups * stride;
+    const std::vector<float> x = columns_of(ldx, ncols, rng);
+    const Cols c = quantise(x, ldx, ncols, groups, stride, n);
+    const std::vector<float> want =
+        groups > 1 ? run<4, 1>(w, c, ncols, L, 1, group_rows, groups) : run<4, 1>(w, c, ncols, L, 1);
+    const std::vector<float> got = groups > 1 ? gemm(w, c, ncols, L, mode, group_rows, groups) : gemm(w, c, ncols, L, mode);
+    int64_t bad = -1;
+    for (size_t i = 0; i < want.size() && bad < 0; ++i) {
+        if (std::memcmp(&want[i], &got[i], 4) != 0) bad = (int64_t)i;
+    }
+    report(bad < 0, name,
+           bad < 0 ? "" : "column " + std::to_string(bad / rows) + " row " + std::to_string(bad % rows) + ": " +
+                              std::to_string(got[(size_t)bad]) + " against " + std::to_string(want[(size_t)bad]));
+}
+
+}  // namespace
+
+int main() {
+    gemm_case(300, 1024, 8, 32, 2);   // 32 blocks: whole K steps; three row tiles, the last partial
+    gemm_case(130, 4096, 32, 45, 2);  // two column tiles, the second partial
+    gemm_case(77, 1056, 8, 9, 0);     // 33 blocks: segments of 5, the eighth has none; a partial K step
+    gemm_case(64, 384, 1, 20, 1);     // one segment of 12 blocks
+    gemm_case(40, 320, 2, 33, 0);     // 10 blocks: segments of 5 across K steps of 4
+    gemm_case(256, 512, 4, 12, 2, 2);  // two groups of 128 rows, each on its own columns
+    std::printf("%d failure(s)\n", failures);
+    return failures ? 1 : 0;
+}
