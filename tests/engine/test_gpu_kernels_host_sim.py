@@ -43,7 +43,7 @@ SIM = ROOT / "tests" / "gpu_host_sim"
 DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10),
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
            ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 21),
-           ("gemm_int8_sim.cpp", 6), ("gemm_int8_mma_sim.cpp", 6)]
+           ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9)]
 
 
 @pytest.mark.parametrize("driver, cases", DRIVERS)

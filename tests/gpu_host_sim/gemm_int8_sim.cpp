@@ -1,9 +1,9 @@
 // The prefill GEMM on int8 columns (gpu_gemm_int8.cu) run on the host (sim_runtime.h) against
 // the GEMV kernel of gpu_matmul_int8.cu, whose bits decode and verify give: every output bit
 // for bit, for K walks of whole and partial 4-block steps, segments of 4 to 12 blocks and
-// segments left without blocks, 9 to 45 columns (partial column tiles), rows that are not a
-// multiple of 128, 16-byte, 8-byte and byte row loads, and a grouped call (two groups of 128
-// rows). Built twice by tests/engine/test_gpu_kernels_host_sim.py: with the dp4a tile product
+// segments left without blocks, 1 to 8 segments a round (16 to 128 rows a block), 9 to 45
+// columns (partial column tiles), rows that are not a multiple of a block's, 16-byte, 8-byte
+// and byte row loads, and a grouped call (two groups of 128 rows). Built twice by tests/engine/test_gpu_kernels_host_sim.py: with the dp4a tile product
 // (HIP's path) and, through gemm_int8_mma_sim.cpp, with the tensor-core fragments as the CUDA
 // path loads them and the mma.sync product as the PTX ISA defines it (gpu_mma_s8.h). Prints one
 // line per case; exit status 1 if any differs.
@@ -30,14 +30,18 @@ const char* kPath = "mma fragments";
 const char* kPath = "dp4a";
 #endif
 
+// The GEMM as launch_gemm_int8 launches it (WK = min(8, L) segments a round).
 std::vector<float> gemm(const Q8Rows& w, const Cols& c, int64_t ncols, int L, int mode, int64_t x_group_rows = 0,
                         int64_t x_groups = 1) {
     std::vector<float> y((size_t)(ncols * w.rows), -7.0f);
     const int64_t values = ncols * x_groups * w.n;
     const int64_t xg = x_group_rows > 0 ? x_group_rows : w.rows;
-    sim_launch((unsigned)((w.rows + 127) / 128), (unsigned)((ncols + 31) / 32), 256, [&] {
-        ds4_gemm_int8_kernel(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols, y.data(),
-                             w.rows, L, mode, xg, x_groups);
+    const int WK = L < 8 ? L : 8, rows = 16 * (8 / WK);
+    sim_launch((unsigned)((w.rows + rows - 1) / rows), (unsigned)((ncols + 31) / 32), 256, [&] {
+        auto k = WK == 1 ? ds4_gemm_int8_kernel<1> : WK == 2 ? ds4_gemm_int8_kernel<2>
+                         : WK == 4 ? ds4_gemm_int8_kernel<4> : ds4_gemm_int8_kernel<8>;
+        k(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols, y.data(), w.rows, L, mode, xg,
+          x_groups);
     });
     return y;
 }
@@ -76,6 +80,9 @@ int main() {
     gemm_case(64, 384, 1, 20, 1);     // one segment of 12 blocks
     gemm_case(40, 320, 2, 33, 0);     // 10 blocks: segments of 5 across K steps of 4
     gemm_case(256, 512, 4, 12, 2, 2);  // two groups of 128 rows, each on its own columns
+    gemm_case(50, 2048, 16, 40, 2);   // 16 segments: two rounds of 8 warps on 16-row tiles
+    gemm_case(90, 8192, 32, 32, 2);   // wo_b's shape in rows of 8192: four rounds of 8
+    gemm_case(70, 1088, 8, 17, 0);    // 34 blocks, segments of 5: the last two rounds' ends in no block
     std::printf("%d failure(s)\n", failures);
     return failures ? 1 : 0;
 }

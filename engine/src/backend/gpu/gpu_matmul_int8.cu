@@ -143,7 +143,7 @@ void launch_int8_with(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_
                       const Int8Cols& x, int ncols, float* Y, int64_t ldy, int64_t x_group_rows, int64_t x_groups,
                       void* s) {
     const int L = int8_q8_lanes(tensor_rows, n_in);
-    if (gemm_int8_for(n_rows, ncols, x_group_rows, x_groups)) {  // a prefill block: the GEMM, the same bits
+    if (gemm_int8_for(ncols, L, x_group_rows, x_groups)) {  // a prefill block: the GEMM, the same bits
         launch_gemm_int8(W, row_bytes, n_in, n_rows, L, x, ncols, Y, ldy, x_group_rows, x_groups, s);
         return;
     }

@@ -8,7 +8,7 @@
 // - DS4_MMA_EMULATE (host simulation only): the fragments as the CUDA path loads them, and the
 //   product computed from every lane's fragments as the PTX ISA defines it, so the host checks
 //   the fragment loads the GPU will run.
-// A and B tiles: 32 words (4 blocks of 32 int8) a row or column, kMmaStride words apart.
+// A and B tiles: a row (or column) of blocks of 32 int8 (8 words each), rows P words apart.
 #pragma once
 #include <stdint.h>
 
@@ -18,9 +18,8 @@
 namespace ds4 {
 namespace gpu {
 
-// Words from one row (or column) of a tile to the next: 32 and 4 of padding, so the 32 lanes'
-// fragment loads (rows g, words t: 36 g + t) fall in 32 different banks.
-constexpr int kMmaStride = 36;
+// P, the words from one tile row (or column) to the next, must be 4 more than a multiple of 32,
+// so the 32 lanes' fragment loads (row g, word t: P g + t) fall in 32 different banks.
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(__clang__)
 #define DS4_MMA_TENSOR 1
@@ -59,13 +58,15 @@ inline void mma_s8_16x8x32(const uint32_t a[4], const uint32_t b[2], int c[4]) {
 #endif
 
 // c[i] (lane 4 g + t of the warp): the integer dot over block kb (words 8 kb .. 8 kb + 8) of A
-// row r0 + g + 8 (i / 2) with B column n0 + 2 t + i % 2, A and B tiles in shared memory.
-__device__ inline void tile_isum(const uint32_t* A, const uint32_t* B, int r0, int n0, int kb, int lane, int c[4]) {
+// row r0 + g + 8 (i / 2) with B column n0 + 2 t + i % 2, A and B tiles in shared memory, rows P
+// words apart.
+__device__ inline void tile_isum(const uint32_t* A, const uint32_t* B, int P, int r0, int n0, int kb, int lane,
+                                 int c[4]) {
     const int g = lane / 4, t = lane % 4, w0 = 8 * kb;
 #if DS4_MMA_TENSOR
-    const uint32_t a[4] = {A[(r0 + g) * kMmaStride + w0 + t], A[(r0 + g + 8) * kMmaStride + w0 + t],
-                           A[(r0 + g) * kMmaStride + w0 + 4 + t], A[(r0 + g + 8) * kMmaStride + w0 + 4 + t]};
-    const uint32_t b[2] = {B[(n0 + g) * kMmaStride + w0 + t], B[(n0 + g) * kMmaStride + w0 + 4 + t]};
+    const uint32_t a[4] = {A[(r0 + g) * P + w0 + t], A[(r0 + g + 8) * P + w0 + t], A[(r0 + g) * P + w0 + 4 + t],
+                           A[(r0 + g + 8) * P + w0 + 4 + t]};
+    const uint32_t b[2] = {B[(n0 + g) * P + w0 + t], B[(n0 + g) * P + w0 + 4 + t]};
 #if defined(DS4_MMA_EMULATE)
     mma_s8_16x8x32(a, b, c);
 #else
@@ -77,8 +78,8 @@ __device__ inline void tile_isum(const uint32_t* A, const uint32_t* B, int r0, i
 #endif
 #else
     for (int i = 0; i < 4; ++i) {
-        const uint32_t* ar = A + (r0 + g + 8 * (i / 2)) * kMmaStride + w0;
-        const uint32_t* bc = B + (n0 + 2 * t + i % 2) * kMmaStride + w0;
+        const uint32_t* ar = A + (r0 + g + 8 * (i / 2)) * P + w0;
+        const uint32_t* bc = B + (n0 + 2 * t + i % 2) * P + w0;
         int s = 0;
         for (int w = 0; w < 8; ++w) s = dot4_s8(ar[w], bc[w], s);
         c[i] = s;
