@@ -182,17 +182,23 @@ def test_gpu_int8_row_groups_change_no_bit(gpu, value, monkeypatch):
 
 
 @pytest.mark.parametrize("var, one, other", [("DS4KIT_GPU_MATMUL_SETS", "never", "auto"),
-                                             ("DS4KIT_GPU_WIDE_ROWS", "never", "always")])
+                                             ("DS4KIT_GPU_WIDE_ROWS", "never", "always"),
+                                             ("DS4KIT_GPU_INT8_GEMM", "never", "auto")])
 def test_gpu_int8_all_launch_choices_change_no_bit(gpu, var, one, other, monkeypatch):
     """With every Q8_0 matmul on int8 columns, the set kernel (the attention input's q_a and kv
-    in one launch, their columns quantised once) and the wide calls' 4 x 4 groups give each row
-    its lone launch's bits: decode, verify of widths 3 and 8 and a batched prefill."""
+    in one launch, their columns quantised once), the wide calls' 4 x 4 groups and the prefill
+    GEMM (tensor cores on CUDA) give each row its lone GEMV launch's bits: decode, verify of
+    widths 3 and 8 and a batched prefill. A bad value is an error naming the variable."""
     monkeypatch.setenv("DS4KIT_GPU_INT8", "all")
     out = {}
     for mode in (one, other):
         monkeypatch.setenv(var, mode)
         out[mode] = decode_verify_prefill(_path(NAME), gpu, _tokens(NAME), widths=(3, 8))
     assert_same_bits(out[one], out[other], var, f"{NAME} with DS4KIT_GPU_INT8=all")
+    monkeypatch.setenv(var, "sometimes")
+    g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
+    with pytest.raises(Exception, match=f"{var} is 'sometimes'"):
+        g.session(48).prefill(_tokens(NAME)[:40], "batched")
 
 
 def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, monkeypatch):
