@@ -17,7 +17,11 @@ near-ties turn that into KLD spikes of 1e-2 to 5e-2 (mean 1.6e-3 over 140 positi
 6e-5). So the bounds here are test_gpu_forward's for the argmax, looser for the mean and max
 (a wrong scale or code is off by orders of magnitude: the host simulation holds the kernels to
 2e-6), and the median must sit well below the median against the CPU engine (2e-4): the oracle
-tells the two arithmetics apart. On the GPU itself, by default and with `all`:
+tells the two arithmetics apart. With `all` every position carries about one such flip (some
+14K rounded values a token), so the median bound is the larger of 2e-4 and twice the oracle's
+own noise floor, measured here: the median KLD between the reference and itself with float32-
+sized noise before each rounding (HIP-CPU, 2026-12-05: 1e-5 to 4e-5 for `experts`, 1.3e-4 for
+the default, 4e-4 for `all`, whose GPU run gave 2.3e-4 against 7.3e-4 from the CPU engine). On the GPU itself, by default and with `all`:
 verify of widths 1-8 and both prefill modes equal decode bit for bit (test_gpu_forward's check); the switch changes no
 bit where the experts are not Q2_K, and each of its values changes the Q2_K model's; the row groups change no
 bit with int8 columns either; a bad value is an error naming the variable.
@@ -51,7 +55,7 @@ NAME = "small-q2k"  # Q2_K experts; Q8_0 attention, shared expert and head (test
 # tensor of small-q2k is one of these, which _int8_reference checks).
 MODES = {"default": (None, re.compile(r"ffn_(gate|up|down)_(exps|shexp)")),
          "experts": ("experts", re.compile(r"ffn_(gate|up|down)_exps")),
-         "all": ("all", re.compile(r"ffn_(gate|up|down)_(exps|shexp)|attn_(q_a|q_b|kv|output_a|output_b)\.weight$"
+         "all": ("all", re.compile(r"ffn_(gate|up|down)_(exps|shexp)|^blk\.\d+\.attn_(q_a|q_b|kv|output_a|output_b)\.weight$"
                                    r"|^output\.weight$"))}
 
 
@@ -65,7 +69,7 @@ def _decode(path: Path, backend: str, toks: list[int]) -> np.ndarray:
     return np.stack([s.decode(t) for t in toks])
 
 
-def _int8_reference(path: Path, toks: list[int], int8_matrices: re.Pattern) -> np.ndarray:
+def _int8_reference(path: Path, toks: list[int], int8_matrices: re.Pattern, noise_seed: int | None = None) -> np.ndarray:
     import gguf
     from ds4_numpy_reference import ReferenceSession
     from ds4_ref_int8 import Int8Columns
@@ -81,7 +85,8 @@ def _int8_reference(path: Path, toks: list[int], int8_matrices: re.Pattern) -> n
         missed = [k for k, t in types.items() if t == "Q8_0" and k not in chosen]
         assert not missed, f"Q8_0 tensors the reference would leave on float columns: {missed}"
     counters = {k: {"products": 0} for k in chosen}
-    tensors = {k: Int8Columns(v, counters[k]) if k in chosen else v for k, v in w.tensors.items()}
+    noise = np.random.default_rng(noise_seed) if noise_seed is not None else None
+    tensors = {k: Int8Columns(v, counters[k], noise) if k in chosen else v for k, v in w.tensors.items()}
     s = ReferenceSession(Weights(hp=w.hp, tensors=tensors), len(toks) + 8)
     logits = np.stack([s.step(t) for t in toks])
     unused = [k for k, c in counters.items() if c["products"] == 0]
@@ -103,6 +108,9 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
     toks = _tokens(NAME)  # a routing flip moves one position's KLD by ~0.03: average over the whole prompt
     got = _decode(path, gpu, toks).astype(np.float64)
     want = _int8_reference(path, toks, int8_matrices)
+    # The oracle's own noise floor: the same reference with float32-sized noise before each
+    # rounding (ds4_ref_int8.Int8Columns); no float32 engine can be expected closer than that.
+    floor = float(np.median(_kld(want, _int8_reference(path, toks, int8_matrices, noise_seed=1))))
     cpu = _decode(path, "cpu", toks).astype(np.float64)
     kld, kld_cpu = _kld(want, got), _kld(cpu, got)
     srt = np.sort(want, axis=-1)
@@ -117,7 +125,8 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
             "against the float64 reference with int8 expert columns": {
                 "mean_kld": float(kld.mean()), "median_kld": float(np.median(kld)), "max_kld": float(kld.max()),
                 "top1_agreement": float(agree.mean()),
-                "first_position_above_1e-9": int(np.argmax(kld > 1e-9)) if (kld > 1e-9).any() else None},
+                "first_position_above_1e-9": int(np.argmax(kld > 1e-9)) if (kld > 1e-9).any() else None,
+                "noise_floor_median_kld": floor},
             "against the CPU engine (float columns)": {
                 "mean_kld": float(kld_cpu.mean()), "median_kld": float(np.median(kld_cpu)), "max_kld": float(kld_cpu.max()),
                 "top1_agreement": float((cpu.argmax(-1) == got.argmax(-1)).mean())},
@@ -129,7 +138,8 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
     assert kld.max() <= INT8_MAX_KLD_TOL, f"KLD {kld.max():.3g} at position {int(kld.argmax())} against the int8 reference"
     assert agree.mean() >= INT8_MIN_TOP1, f"top-1 agreement {agree.mean():.3f} with the int8 reference"
     med, med_cpu = float(np.median(kld)), float(np.median(kld_cpu))
-    assert med <= INT8_MEDIAN_KLD_TOL, f"median KLD {med:.3g} against the int8 reference"
+    assert med <= max(INT8_MEDIAN_KLD_TOL, 2 * floor), (
+        f"median KLD {med:.3g} against the int8 reference (its noise floor {floor:.3g})")
     assert med <= 0.5 * med_cpu, (
         f"the int8 GPU is no closer to the int8 reference (median KLD {med:.3g}) than to the float CPU engine "
         f"({med_cpu:.3g}): the oracle does not tell the arithmetics apart")

@@ -28,21 +28,30 @@ def quantise_int8(x: np.ndarray) -> np.ndarray:
 
 class Int8Columns:
     """A weight matrix (or a stack of them, indexed like the array) whose products take int8
-    columns; `products` counts the products it served."""
+    columns; `products` counts the products it served. noise (a numpy Generator): each column
+    value is first multiplied by 1 + u 2^-21, u uniform in [-1, 1] (about 8 float32 ulps, the
+    size of a float32 engine's rounding differences), so a second run measures the oracle's own
+    noise floor: the rounding flips that float noise alone causes."""
 
-    def __init__(self, a: np.ndarray, counter: dict | None = None):
+    def __init__(self, a: np.ndarray, counter: dict | None = None, noise: np.random.Generator | None = None):
         self.a = a
         self.counter = counter if counter is not None else {"products": 0}
+        self.noise = noise
+
+    def _column(self, c: np.ndarray) -> np.ndarray:
+        if self.noise is not None:
+            c = np.asarray(c, np.float64) * (1.0 + self.noise.uniform(-1.0, 1.0, np.shape(c)) * 2.0 ** -21)
+        return quantise_int8(c)
 
     def __matmul__(self, x):
         x = np.asarray(x)
         self.counter["products"] += 1
         if x.ndim == 1:
-            return self.a @ quantise_int8(x)
-        return self.a @ np.stack([quantise_int8(c) for c in x.T], axis=1)
+            return self.a @ self._column(x)
+        return self.a @ np.stack([self._column(c) for c in x.T], axis=1)
 
     def __getitem__(self, i):
-        return Int8Columns(self.a[i], self.counter)
+        return Int8Columns(self.a[i], self.counter, self.noise)
 
     def __getattr__(self, name):  # shape, dtype, ...: the array's
         return getattr(self.a, name)
