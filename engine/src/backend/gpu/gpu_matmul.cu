@@ -64,21 +64,12 @@ void launch_with(const MatmulKernels& ks, const uint8_t* W, uint64_t row_bytes, 
 
 void launch_set(const MatmulKernels& ks, const MatmulSetJob* const* jobs, int n_jobs, int64_t n, const float* X,
                 int64_t ldx, int ncols, const uint64_t* grid, void* s) {
-    MatmulSetArgs a{};
-    a.n_parts = n_jobs;
-    int64_t blocks = 0;
-    for (int i = 0; i < n_jobs; ++i) {
-        const MatmulSetJob& j = *jobs[i];
-        const int L = dot_lanes(j.n_rows, n);
-        a.part[i] = MatmulSetPart{j.W, j.row_bytes, j.n_rows, j.Y, j.ldy, L,
-                                  dot_wide_at(ks.wide_alignment, j.W, j.row_bytes), (unsigned)blocks};
-        blocks += dot_row_blocks(j.n_rows, L, 1);
-    }
-    if (blocks > 0x7fffffff) throw ArgumentError(DS4_GPU_WHO ": matmul set of " + std::to_string(blocks) + " blocks exceeds the launch grid");
+    unsigned blocks = 0;
+    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n, ks.wide_alignment, dot_lanes, &blocks);
     const int NC = narrow_cols_for(ncols);
     const int x4 = dot_x_aligned(X, ldx);
-    ds4_launch(ks.set[batch_index(NC)], dim3((unsigned)blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s,
-               a, n, X, ldx, ncols, grid, x4);
+    ds4_launch(ks.set[batch_index(NC)], dim3(blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s, a, n, X,
+               ldx, ncols, grid, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_set_kernel");
 }
 
@@ -109,6 +100,23 @@ void launch_matmul_set(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const
         }
         launch_set(kernels_of(jobs[i].type), set, m, n_in, X, ldx, ncols, grid, stream);
     }
+}
+
+MatmulSetArgs matmul_set_args(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, uint64_t wide_alignment,
+                              int (*lanes)(int64_t rows, int64_t n_in), unsigned* blocks) {
+    MatmulSetArgs a{};
+    a.n_parts = n_jobs;
+    int64_t b = 0;
+    for (int i = 0; i < n_jobs; ++i) {
+        const MatmulSetJob& j = *jobs[i];
+        const int L = lanes(j.n_rows, n_in);
+        a.part[i] = MatmulSetPart{j.W, j.row_bytes, j.n_rows, j.Y, j.ldy, L, dot_wide_at(wide_alignment, j.W, j.row_bytes),
+                                  (unsigned)b};
+        b += dot_row_blocks(j.n_rows, L, 1);
+    }
+    if (b > 0x7fffffff) throw ArgumentError(DS4_GPU_WHO ": matmul set of " + std::to_string(b) + " blocks exceeds the launch grid");
+    *blocks = (unsigned)b;
+    return a;
 }
 
 int narrow_cols_for(int ncols) { return ncols <= 2 ? ncols : ncols <= 4 ? 4 : kCols; }

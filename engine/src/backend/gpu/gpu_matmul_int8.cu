@@ -66,11 +66,7 @@ __global__ void DS4_DOT_BOUNDS ds4_matmul_set_int8_kernel(MatmulSetArgs a, int64
     ds4_kernel_entry();
     __shared__ float part[NC * ds4::gpu::kDotBlock];
     const unsigned b = ds4_block_x();
-    MatmulSetPart m = a.part[0];
-#pragma unroll
-    for (int i = 1; i < kMatmulSetParts; ++i) {  // constant indices: the parameters stay in their bank
-        if (i < a.n_parts && b >= a.part[i].first_block) m = a.part[i];
-    }
+    const MatmulSetPart m = set_part_of(a, b);
     matmul_int8_block<NC, 1>(m.W, m.row_bytes, n, m.n_rows, q, d, ncols, m.Y, m.ldy, m.L, m.wide, m.n_rows, 1,
                              b - m.first_block, part);
 }
@@ -156,22 +152,11 @@ void launch_int8_with(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_
 
 void launch_int8_set(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, const Int8Cols& x, int ncols,
                      void* s) {
-    MatmulSetArgs a{};
-    a.n_parts = n_jobs;
-    int64_t blocks = 0;
-    for (int i = 0; i < n_jobs; ++i) {
-        const MatmulSetJob& j = *jobs[i];
-        const int L = int8_q8_lanes(j.n_rows, n_in);
-        a.part[i] = MatmulSetPart{j.W, j.row_bytes, j.n_rows, j.Y, j.ldy, L, dot_wide_at(8, j.W, j.row_bytes),
-                                  (unsigned)blocks};
-        blocks += dot_row_blocks(j.n_rows, L, 1);
-    }
-    if (blocks > 0x7fffffff) {
-        throw ArgumentError(DS4_GPU_WHO ": matmul set of " + std::to_string(blocks) + " blocks exceeds the launch grid");
-    }
+    unsigned blocks = 0;
+    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n_in, 8, int8_q8_lanes, &blocks);
     const int NC = narrow_cols_for(ncols);
-    ds4_launch(int8_set_kernel_of(NC), dim3((unsigned)blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s,
-               a, n_in, x.q, x.d, ncols);
+    ds4_launch(int8_set_kernel_of(NC), dim3(blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s, a, n_in,
+               x.q, x.d, ncols);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_set_int8_kernel");
 }
 

@@ -79,17 +79,23 @@ struct MatmulSetArgs {
     int n_parts;
 };
 
+// The matrix of a set that block b computes (the float and the int8 set kernels).
+__device__ inline MatmulSetPart set_part_of(const MatmulSetArgs& a, unsigned b) {
+    MatmulSetPart q = a.part[0];
+#pragma unroll
+    for (int i = 1; i < kMatmulSetParts; ++i) {  // constant indices: the parameters stay in their bank
+        if (i < a.n_parts && b >= a.part[i].first_block) q = a.part[i];
+    }
+    return q;
+}
+
 template <int NC, uint32_t TYPE>
 __global__ void DS4_DOT_BOUNDS ds4_matmul_set_kernel(MatmulSetArgs a, int64_t n, const float* X, int64_t ldx,
                                                      int ncols, const uint64_t* grid, int x4) {
     ds4_kernel_entry();
     __shared__ float part[NC * ds4::gpu::kDotBlock];
     const unsigned b = ds4_block_x();
-    MatmulSetPart q = a.part[0];
-#pragma unroll
-    for (int i = 1; i < kMatmulSetParts; ++i) {  // constant indices: the parameters stay in their bank
-        if (i < a.n_parts && b >= a.part[i].first_block) q = a.part[i];
-    }
+    const MatmulSetPart q = set_part_of(a, b);
     matmul_block<NC, 1, TYPE>(q.W, q.row_bytes, n, q.n_rows, X, ldx, ncols, q.Y, q.ldy, grid, q.L, q.wide, x4,
                               q.n_rows, 0, b - q.first_block, part);
 }
@@ -111,8 +117,16 @@ __global__ void DS4_DOT_BOUNDS ds4_matmul_set_kernel(MatmulSetArgs a, int64_t n,
 static_assert(kCols == 8, "DS4_MATMUL_INSTANCES lists NC = 1, 2, 4, kCols");
 
 #if DS4_GPU_HOST_CODE
+#include "backend/gpu/gpu_kernels.h"  // MatmulSetJob
+
 namespace ds4 {
 namespace gpu {
+
+// The set kernels' arguments (float and int8, gpu_matmul.cu): matrix i of jobs with
+// lanes(rows, n_in) lanes, word loads where its rows allow wide_alignment, its blocks after
+// those of the matrices before it; *blocks: the launch's (ArgumentError past a grid's).
+MatmulSetArgs matmul_set_args(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, uint64_t wide_alignment,
+                              int (*lanes)(int64_t rows, int64_t n_in), unsigned* blocks);
 
 using MatmulKernel = void (*)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
                               const uint64_t*, int, int, int, int64_t, int64_t);
