@@ -4,6 +4,7 @@
 #include "backend/gpu/gpu_matmul_kernels.h"
 
 #if DS4_GPU_HOST_CODE
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,19 @@ void launch_set(const MatmulKernels& ks, const MatmulSetJob* const* jobs, int n_
 void launch_matmul_set(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
                        const uint64_t* grid, void* stream) {
     if (ncols <= 0 || n_jobs <= 0) return;
+    for_each_matmul_set(
+        jobs, n_jobs, ncols,
+        [&](const MatmulSetJob& j) {
+            launch_matmul(j.type, j.W, j.row_bytes, n_in, j.n_rows, j.n_rows, X, ldx, ncols, j.Y, j.ldy, grid, stream);
+        },
+        [&](const MatmulSetJob* const* set, int m) {
+            launch_set(kernels_of(set[0]->type), set, m, n_in, X, ldx, ncols, grid, stream);
+        });
+}
+
+void for_each_matmul_set(const MatmulSetJob* jobs, int n_jobs, int ncols,
+                         const std::function<void(const MatmulSetJob&)>& lone,
+                         const std::function<void(const MatmulSetJob* const*, int)>& set_of) {
     const bool sets = matmul_sets_on();
     std::vector<char> done((size_t)n_jobs, 0);
     for (int i = 0; i < n_jobs; ++i) {
@@ -93,12 +107,10 @@ void launch_matmul_set(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const
         }
         if (m <= 1) {
             done[i] = 1;
-            const MatmulSetJob& j = jobs[i];
-            launch_matmul(j.type, j.W, j.row_bytes, n_in, j.n_rows, j.n_rows, X, ldx, ncols, j.Y, j.ldy, grid,
-                          stream);
-            continue;
+            lone(jobs[i]);
+        } else {
+            set_of(set, m);
         }
-        launch_set(kernels_of(jobs[i].type), set, m, n_in, X, ldx, ncols, grid, stream);
     }
 }
 

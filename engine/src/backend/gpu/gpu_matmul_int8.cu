@@ -90,9 +90,7 @@ DS4_MATMUL_SET_INT8(8)
 static_assert(ds4::gpu::kNarrowCols == 8, "the instances above are for column batches of 1, 2, 4 and 8");
 
 #if DS4_GPU_HOST_CODE
-#include <algorithm>
 #include <string>
-#include <vector>
 
 #include "backend/gpu/gpu_kernels.h"
 #include "backend/gpu/gpu_runtime.h"
@@ -188,24 +186,12 @@ void launch_matmul_set_int8(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, 
                             uint8_t* scratch, void* stream) {
     if (ncols <= 0 || n_jobs <= 0) return;
     const Int8Cols x = launch_int8_columns(X, ldx, ncols, 1, 0, n_in, scratch, stream);
-    std::vector<const MatmulSetJob*> members;
-    for (int i = 0; i < n_jobs; ++i) {
-        const MatmulSetJob& j = jobs[i];
-        if (matmul_sets_on() && matmul_set_member(j.n_rows, ncols)) {
-            members.push_back(&j);
-        } else {
+    for_each_matmul_set(
+        jobs, n_jobs, ncols,
+        [&](const MatmulSetJob& j) {
             launch_int8_with(j.W, j.row_bytes, n_in, j.n_rows, j.n_rows, x, ncols, j.Y, j.ldy, j.n_rows, 1, stream);
-        }
-    }
-    for (size_t i = 0; i < members.size(); i += kMatmulSetParts) {
-        const int m = (int)std::min<size_t>(kMatmulSetParts, members.size() - i);
-        if (m == 1) {
-            const MatmulSetJob& j = *members[i];
-            launch_int8_with(j.W, j.row_bytes, n_in, j.n_rows, j.n_rows, x, ncols, j.Y, j.ldy, j.n_rows, 1, stream);
-        } else {
-            launch_int8_set(members.data() + i, m, n_in, x, ncols, stream);
-        }
-    }
+        },
+        [&](const MatmulSetJob* const* set, int m) { launch_int8_set(set, m, n_in, x, ncols, stream); });
 }
 
 }  // namespace gpu

@@ -117,10 +117,19 @@ __global__ void DS4_DOT_BOUNDS ds4_matmul_set_kernel(MatmulSetArgs a, int64_t n,
 static_assert(kCols == 8, "DS4_MATMUL_INSTANCES lists NC = 1, 2, 4, kCols");
 
 #if DS4_GPU_HOST_CODE
+#include <functional>
+
 #include "backend/gpu/gpu_kernels.h"  // MatmulSetJob
 
 namespace ds4 {
 namespace gpu {
+
+// How launch_matmul_set (and its int8 form) launches jobs over the same columns: matrices of
+// one type that may share a set (matmul_set_member, DS4KIT_GPU_MATMUL_SETS) go to set_of in
+// sets of up to kMatmulSetParts, every other matrix to lone, in the jobs' order.
+void for_each_matmul_set(const MatmulSetJob* jobs, int n_jobs, int ncols,
+                         const std::function<void(const MatmulSetJob&)>& lone,
+                         const std::function<void(const MatmulSetJob* const*, int)>& set_of);
 
 // The set kernels' arguments (float and int8, gpu_matmul.cu): matrix i of jobs with
 // lanes(rows, n_in) lanes, word loads where its rows allow wide_alignment, its blocks after
