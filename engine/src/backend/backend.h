@@ -327,6 +327,22 @@ public:
     // of layer il in its window ring, as F16. At most shape.max_block tokens per block.
     virtual void kv_store(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kv) = 0;
 
+    // A causal step's attention inputs, once projected, for n tokens at p0.. of layer il: every
+    // query head (Q: [n][n_head][D]) RMS-normalised without a weight and the KV row (kv: [n][D])
+    // with kv_norm, both rotated at their positions (rope_tail), the KV row FP8-rounded before
+    // its last fp8_n_rot values (if fp8_kv) and stored (kv_store). The default makes those six
+    // calls; an override (the GPU's one kernel) must give their bits.
+    virtual void attention_inputs(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<float> Q, int64_t n_head,
+                                  Dev<float> kv, const WeightView& kv_norm, int64_t D, double rms_eps,
+                                  const RopeSpec& rope, bool fp8_kv, int64_t fp8_n_rot) {
+        rms_norm(Q, nullptr, D, n * n_head, rms_eps, Q);
+        rms_norm(kv, &kv_norm, D, n, rms_eps, kv);
+        rope_tail(Q, n, n_head, D, p0, rope, false);
+        rope_tail(kv, n, 1, D, p0, rope, false);
+        if (fp8_kv) fp8_kv_round_trip(kv, n, D, fp8_n_rot);
+        kv_store(st, il, p0, n, kv);
+    }
+
     // Runs the layer's KV compressor (or, indexer, its indexer compressor) over n tokens at
     // p0.. in order: token i puts kappa_i and score_i = gate_i + ape[(p0+i) % ratio] in its
     // ring slot; when p0+i+1 is a multiple of the ratio the window is pooled (softmax over

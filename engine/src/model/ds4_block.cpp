@@ -77,6 +77,10 @@ void Ds4BlockRunner::attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, 
     be_.matmul_shared_x(from_h, a.h, E, (int)n);
     be_.rms_norm(a.q_lat, &lw.attn_q_a_norm, QR, n, hp_.rms_eps, a.q_lat);
     be_.matmul(lw.attn_q_b, 0, H * D, a.q_lat, QR, (int)n, a.Q, H * D);
+}
+
+void Ds4BlockRunner::attn_norms(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n) {
+    const int64_t H = hp_.n_head, D = hp_.head_dim;
     be_.rms_norm(a.Q, nullptr, D, n * H, hp_.rms_eps, a.Q);  // every head, no weight
     be_.rms_norm(a.kv, &lw.attn_kv_a_norm, D, n, hp_.rms_eps, a.kv);
 }
@@ -91,10 +95,9 @@ void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const Ro
     CompRowView comp;
     {
         PhaseScope ps(clock_, Phase::attn_state);
-        be_.rope_tail(a.Q, n, H, D, p0, rope, false);
-        be_.rope_tail(a.kv, n, 1, D, p0, rope, false);
-        if (nx.fp8_kv) be_.fp8_kv_round_trip(a.kv, n, D, hp_.n_rot);
-        be_.kv_store(st, il, p0, n, a.kv);
+        // The query heads' and the KV row's norms, RoPE, the KV row's FP8 rounding and its store.
+        be_.attention_inputs(st, il, p0, n, a.Q, H, a.kv, lw.attn_kv_a_norm, D, hp_.rms_eps, rope, nx.fp8_kv,
+                             hp_.n_rot);
         if (r) {
             CompressorParams cp;
             cp.ape = &lw.comp_ape;

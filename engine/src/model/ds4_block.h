@@ -54,9 +54,12 @@ public:
     void embed(const Ds4Weights& w, Ds4Activations& a, int64_t n);
 
     // Attention half, in three steps a drafter can recombine:
-    // HC-pre, norms and projections of the n tokens (h, q_lat, Q, kv, compressor inputs).
+    // HC-pre, norms and projections of the n tokens (h, q_lat, Q, kv, compressor inputs); Q and
+    // kv before their own norms, which attn_causal applies with RoPE (Backend::attention_inputs).
     void attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n);
-    // The target's causal step at positions p0..: RoPE, KV rounding, ring and compressors,
+    // The norms of Q's heads and of kv alone, for a caller that rotates and stores them itself.
+    void attn_norms(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n);
+    // The target's causal step at positions p0..: Q and KV norms, RoPE, KV rounding, ring and compressors,
     // indexer selection, attention over the sequence state -> a.O.
     void attn_causal(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st, const Ds4Numerics& nx,
                      Ds4Activations& a, int64_t p0, int64_t n);

@@ -227,6 +227,7 @@ Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t se
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const Ds4LayerWeights& lw = w_.layers[(size_t)il];
         runner_.attn_project(lw, act_, B);  // Q, kv of the block rows (HC-pre, attn_norm, ...)
+        runner_.attn_norms(lw, act_, B);
         // Context K rows: each layer's own N_kv_a_norm(W_kv main_x), no attn_norm (Lucebox
         // build_dspark_attention: kv_c from main_x directly), RoPE at their absolute
         // positions pos - C ..; then the block's rows. No FP8 rounding, no F16 store (Lucebox
