@@ -454,6 +454,29 @@ public:
                              S.layers[(size_t)il].ring.get(), stream_);
     }
 
+    void attention_inputs(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<float> Q, int64_t n_head,
+                          Dev<float> kv, const WeightView& kv_norm, int64_t D, double rms_eps, const RopeSpec& rope,
+                          bool fp8_kv, int64_t fp8_n_rot) override {
+        // DS4KIT_GPU_ATTN_INPUTS=fused (default): one kernel for the seam's six calls;
+        // =split: the six calls (the A/B baseline, and any row the kernel cannot hold).
+        gpu::GpuSeqState& S = gpu::gpu_state(st);
+        const bool fused = env_choice("DS4KIT_GPU_ATTN_INPUTS", {"fused", "split"}) == 0;
+        if (!fused || D > gpu::attention_inputs_max_row() || D != S.shape().head_dim || kv_norm.n_elements() != D ||
+            fp8_n_rot < 0 || fp8_n_rot > D) {
+            Backend::attention_inputs(st, il, p0, n, Q, n_head, kv, kv_norm, D, rms_eps, rope, fp8_kv, fp8_n_rot);
+            return;
+        }
+        check_layer(S, il, "attention_inputs");
+        check_rope(rope, D, "attention_inputs");
+        if (n > S.shape().max_block) {
+            throw ArgumentError(DS4_GPU_WHO ": attention_inputs: block of " + std::to_string(n) +
+                                " tokens exceeds max_block " + std::to_string(S.shape().max_block));
+        }
+        gpu::launch_attention_inputs(Q.get(), n, n_head, kv.get(), vecf(kv_norm, "attention_inputs"), D, rms_eps,
+                                     step_pos(p0), rope, fp8_kv ? D - fp8_n_rot : 0, S.ring_rows,
+                                     S.layers[(size_t)il].ring.get(), stream_);
+    }
+
     void compress(SeqState& st, int64_t il, int64_t p0, int64_t n, Dev<const float> kappa, Dev<const float> gate,
                   int64_t ld, const CompressorParams& cp) override {
         gpu::GpuSeqState& S = gpu::gpu_state(st);

@@ -223,6 +223,16 @@ void launch_matmul_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int6
 void launch_matmul_set_int8(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
                             uint8_t* scratch, void* stream);
 
+// ---- gpu_attention_inputs.cu ----
+// Backend::attention_inputs in one launch: n tokens' n_head query rows (no weight) and KV row
+// (weight kv_norm) RMS-normalised, their last spec.n_rot values rotated at pos0 + i, the KV row's
+// first fp8_len values FP8-rounded and the row stored as F16 in ring slot (pos0 + i) % ring_rows;
+// the bits of the six calls it replaces. Rows of at most attention_inputs_max_row() values.
+int64_t attention_inputs_max_row();
+void launch_attention_inputs(float* Q, int64_t n, int64_t n_head, float* kv, const float* kv_norm, int64_t D,
+                             double eps, StepPos pos0, const RopeSpec& spec, int64_t fp8_len, int64_t ring_rows,
+                             uint16_t* ring, void* stream);
+
 // ---- gpu_state.cu ----
 void launch_kv_store(const float* kv, int64_t n, int64_t D, StepPos p0, int64_t ring_rows, uint16_t* ring, void* s);
 void launch_compress_store(const float* kappa, const float* gate, int64_t ld, int64_t n, StepPos p0, int64_t W,
