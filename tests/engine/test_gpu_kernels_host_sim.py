@@ -26,6 +26,9 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
   tensor-core fragments and the mma.sync product as the PTX ISA defines it): every output bit for
   bit the GEMV's, over partial tiles, segments across K steps, segments without blocks, all row
   load widths and a grouped call.
+- gpu_attention_inputs.cu (attention_inputs_sim.cpp; Backend::attention_inputs on the GPU): the
+  query heads, KV rows and ring bit for bit the six kernels it replaces (rms_norm, rope_tail, the
+  FP8 round trip, kv_store), rows of 64 to 1024 values, YaRN, device-word positions, a wrapping ring.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -43,7 +46,7 @@ SIM = ROOT / "tests" / "gpu_host_sim"
 DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10),
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
            ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 21),
-           ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9)]
+           ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9), ("attention_inputs_sim.cpp", 8)]
 
 
 @pytest.mark.parametrize("driver, cases", DRIVERS)

@@ -235,6 +235,9 @@ FUSION_CHOICES = [
     ("DS4KIT_GPU_MATMUL_SETS", "never", "auto"),
     # Each sublayer's HC collapse and norm: two kernels (the default) or one (gpu_hc.cu).
     ("DS4KIT_GPU_HC_NORM", "split", "fused"),
+    # The query heads' and KV row's norms, RoPE, FP8 and the KV store: six launches or one
+    # (Backend::attention_inputs, gpu_attention_inputs.cu).
+    ("DS4KIT_GPU_ATTN_INPUTS", "split", "fused"),
 ]
 
 

@@ -1,6 +1,6 @@
 // The operations other than matmul and rms_norm, through the full seam on two backends
 // (backend_compare.h): embed, rope_tail, the FP8 KV and indexer roundings, the HC
-// operations, route and moe, on one model's weights, with fresh random inputs and poisoned
+// operations, route, moe and attention_inputs, on one model's weights, with fresh random inputs and poisoned
 // outputs. bitwise_cols_ok: for hc_pre and moe, each token of a multi-token call bitwise
 // equal to it computed alone on B (the verify == decode property); for the others, a second
 // run on B bitwise equal to the first.
@@ -10,6 +10,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -339,6 +340,53 @@ void moe_case(Cases& c) {
              ok ? "" : "a token differs from the same token computed alone");
 }
 
+// attention_inputs on a fresh state of the model's shape (last layer, 3 tokens at position 5):
+// the query heads, and the KV rows with the whole state image (the rings start zeroed on every
+// backend), A against B; on B bitwise the six calls it stands for (the GPU fuses them).
+void attention_inputs_case(Cases& c) {
+    const Ds4Hparams& hp = c.m.hparams();
+    const int64_t il = hp.n_layer - 1, n = 3, p0 = 5, H = hp.n_head, D = hp.head_dim;
+    const Ds4LayerWeights& L = c.m.weights().layers[(size_t)il];
+    const RopeSpec rope = c.m.rope(il);
+    SeqShape shape;
+    shape.ratios = hp.compress_ratios;
+    shape.n_swa = hp.n_swa;
+    shape.head_dim = D;
+    shape.idx_dim = hp.idx_head_dim;
+    shape.max_ctx = 64;
+    shape.max_block = 8;
+    shape.max_rewind = 8;
+    auto r = c.rng();
+    const std::vector<Words> ins = {random_input(r, (size_t)(n * H * D)), random_input(r, (size_t)(n * D))};
+    auto go = [&](Backend& be, bool fused) {
+        std::unique_ptr<SeqState> st = be.new_seq_state(shape);
+        std::vector<Words> o = run_bufs(be, ins, {(size_t)(n * H * D), (size_t)(n * D)},
+                                        [&](std::vector<Dev<float>>& in, std::vector<Dev<float>>& out) {
+                                            be.copy(out[0], Dev<const float>(in[0]), n * H * D);
+                                            be.copy(out[1], Dev<const float>(in[1]), n * D);
+                                            if (fused) {
+                                                be.attention_inputs(*st, il, p0, n, out[0], H, out[1],
+                                                                    L.attn_kv_a_norm, D, hp.rms_eps, rope, true,
+                                                                    hp.n_rot);
+                                            } else {
+                                                be.Backend::attention_inputs(*st, il, p0, n, out[0], H, out[1],
+                                                                             L.attn_kv_a_norm, D, hp.rms_eps, rope,
+                                                                             true, hp.n_rot);
+                                            }
+                                        });
+        for (const std::vector<float>& a : st->to_image().arrays) o[1].insert(o[1].end(), a.begin(), a.end());
+        return o;
+    };
+    const std::vector<Words> ya = go(c.a, true), yb = go(c.b, true), yb2 = go(c.b, false);
+    const bool ok = yb[1].size() == yb2[1].size() &&
+                    std::memcmp(yb[0].data(), yb2[0].data(), yb[0].size() * 4) == 0 &&
+                    std::memcmp(yb[1].data(), yb2[1].data(), yb[1].size() * 4) == 0;
+    const std::string note = ok ? "" : "backend B differs from its six calls (rms_norm, rope_tail, FP8, kv_store)";
+    c.record("attention_inputs", "query heads", "F32", (int)n, D, ya[0], yb[0], ok, note);
+    if (ya[1].size() != yb[1].size()) throw std::logic_error("attention_inputs: the two backends' state images differ in length");
+    c.record("attention_inputs_kv", L.attn_kv_a_norm.name + " (kv, state)", "F32", (int)n, D, ya[1], yb[1], ok, note);
+}
+
 }  // namespace
 
 void compare_model_ops(Backend& a, Backend& b, const Ds4Model& model, uint64_t seed, std::vector<CompareRecord>& out) {
@@ -350,6 +398,7 @@ void compare_model_ops(Backend& a, Backend& b, const Ds4Model& model, uint64_t s
     hc_cases(c);
     route_cases(c);
     moe_case(c);
+    attention_inputs_case(c);
 }
 
 }  // namespace ds4
