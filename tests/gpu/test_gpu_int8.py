@@ -211,6 +211,22 @@ def test_gpu_int8_all_launch_choices_change_no_bit(gpu, var, one, other, monkeyp
         g.session(48).prefill(_tokens(NAME)[:40], "batched")
 
 
+def test_gpu_int8_moe_plan_with_h_changes_no_bit(gpu, monkeypatch):
+    """With the default int8 experts, the plan and h's quantiser in one launch
+    (DS4KIT_GPU_MOE_PLAN=fused, the default) give the two kernels' bits: decode, verify of widths
+    3 and 8 and a batched prefill. A bad value is an error naming the variable."""
+    monkeypatch.delenv("DS4KIT_GPU_INT8", raising=False)
+    out = {}
+    for mode in ("split", "fused"):
+        monkeypatch.setenv("DS4KIT_GPU_MOE_PLAN", mode)
+        out[mode] = decode_verify_prefill(_path(NAME), gpu, _tokens(NAME), widths=(3, 8))
+    assert_same_bits(out["split"], out["fused"], "DS4KIT_GPU_MOE_PLAN", f"{NAME} with the default int8 experts")
+    monkeypatch.setenv("DS4KIT_GPU_MOE_PLAN", "sometimes")
+    g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
+    with pytest.raises(Exception, match="DS4KIT_GPU_MOE_PLAN is 'sometimes'"):
+        g.session(48).prefill(_tokens(NAME)[:40], "batched")
+
+
 def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, monkeypatch):
     path = _path("tiny-default")  # Q4_0 experts: the switch does not apply
     toks = _tokens("tiny-default")[:24]

@@ -120,7 +120,7 @@ void plan_case(const std::string& name, int64_t n_tokens, int64_t K, int64_t NX,
         tok_of((size_t)n_pairs, -9), active((size_t)NX, -1);
     int32_t n_active = -1;
     int fault = 0;
-    sim_launch(1, 1, kPlanThreads, [&] {
+    sim_launch(1, 1, ds4::gpu::kPlanThreads, [&] {
         ds4_moe_plan_kernel(experts.data(), n_pairs, NX, count.data(), start.data(), col_of.data(), tok_of.data(),
                             active.data(), &n_active, K, &fault);
     });

@@ -54,6 +54,42 @@ __device__ inline int8_t int8_code(float v, float d) {
     return (int8_t)(int)r;
 }
 
+constexpr int kInt8QuantThreads = 256;  // the quantiser's block: a thread per value, 8 int8 blocks
+static_assert(kInt8QuantThreads % kInt8Block == 0, "whole int8 blocks a block");
+inline int64_t int8_columns_blocks(int64_t values) { return (values + kInt8QuantThreads - 1) / kInt8QuantThreads; }
+
+// Block b of the quantiser (kInt8QuantThreads threads), thread i = b * kInt8QuantThreads + t:
+// value e = i % n of column k = i / n (k = c G + g: group g of column c, at x + c ldx + g
+// x_stride) into q[i], and d[i / 32] by its int8 block's first thread (n is a multiple of 32, so
+// a block never straddles two columns). The block's amax is a max (no rounding: any order gives
+// it), here a tree over shared memory.
+__device__ inline void int8_columns_block(int64_t b, const float* x, int64_t ldx, int64_t groups, int64_t x_stride,
+                                          int64_t n, int64_t values, int8_t* q, float* d) {
+    __shared__ float mag[kInt8QuantThreads];
+    const int t = (int)ds4_thread_x();
+    const int64_t i = b * kInt8QuantThreads + t;
+    float v = 0.0f;
+    if (i < values) {
+        if (groups == 1 && ldx == n) {  // contiguous columns (the experts' h and SwiGLU output): no divisions
+            v = x[i];
+        } else {
+            const int64_t k = i / n;
+            v = x[(k / groups) * ldx + (k % groups) * x_stride + i % n];
+        }
+    }
+    mag[t] = ds4::num::abs_f32(v);
+    ds4_sync_block();
+    for (int w = kInt8Block / 2; w > 0; w /= 2) {
+        if (t % kInt8Block < w) mag[t] = mag[t] < mag[t + w] ? mag[t + w] : mag[t];
+        ds4_sync_block();
+    }
+    const float scale = mag[t - t % kInt8Block] / 127.0f;
+    if (i < values) {
+        q[i] = int8_code(v, scale);
+        if (t % kInt8Block == 0) d[i / kInt8Block] = scale;
+    }
+}
+
 // What a lane of the int8 walk reads of one Q2_K block for one row: a quarter of it, the 64
 // weights at 128 n + 32 j + 16 h + k (j = 0..3, k = 0..15; slot = 2 n + h), which are 4
 // sub-blocks of 16 and share the 16 code bytes at 32 n + 16 h (sub-block j is bits 2j, 2j + 1

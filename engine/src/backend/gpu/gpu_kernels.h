@@ -105,9 +105,20 @@ void launch_route(const float* logits, const int32_t* tokens, int64_t n, int64_t
 // (part: [n_tokens][n_mix][slices] floats) and the slice's sum of squares (part_ss:
 // [n_tokens][slices] doubles); the consumers add the slices in order and scale by the norm.
 int64_t hc_mix_slices(int64_t F);
+// With post (hc_post_pre_norm): X is post->X_out, the streams the hc_post of post's inputs would
+// write; the kernel writes them and mixes them in one pass (the same bits as hc_post, then the
+// mix). hc_mix_post_fits: the streams' shapes it takes (E a multiple of 8, up to 16 streams).
+struct HcMixPost {
+    const float* y;       // [n_tokens][E]
+    const float* X;       // [n_tokens][n_hc][E], the streams before the post
+    const double* split;  // hc_pre's split of each token
+    float* X_out;         // the streams after it (not aliasing X)
+    int64_t E;
+};
+bool hc_mix_post_fits(int64_t n_hc, int64_t E);
 void launch_hc_mix_partial(uint32_t type, const uint8_t* fn, uint64_t row_bytes, int64_t F, int64_t n_mix,
                            const float* X, int64_t n_tokens, const uint64_t* grid, float* part, double* part_ss,
-                           void* s);
+                           void* s, const HcMixPost* post = nullptr);
 // out_t = sum_h w_h X_t,h with w_h = sigmoid(scale0 m_h + base_h) + eps from the first n_hc mix
 // values: hc_pre's u (w = pre) and hc_head's e.
 void launch_hc_collapse(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, const float* X,
@@ -168,8 +179,10 @@ struct Int8Cols {
     const int8_t* q;
     const float* d;
 };
-// Bytes launch_int8_columns writes for `values` values (codes, then the scales on 16 bytes).
+// Bytes launch_int8_columns writes for `values` values (codes, then the scales on 16 bytes), and
+// where the scales begin.
 int64_t int8_columns_bytes(int64_t values);
+int64_t int8_scales_offset(int64_t values);
 // columns x groups columns of n values (n a multiple of 32; else ArgumentError): column
 // k = c groups + g is x + c ldx + g x_stride, quantised per 32 values into out (int8_columns_bytes
 // of columns groups n).
@@ -191,8 +204,13 @@ int64_t int8_scratch_bytes(int64_t n_tokens, int64_t E, int64_t act_per_token);
 struct ExpertWalk {
     int L, wide, rows;
 };
-// launch_moe_routed's gate, up and down (after its plan) on int8 columns, over `slots` slots.
-void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gate_up, ExpertWalk down, void* s);
+// launch_moe_routed's gate, up and down on int8 columns, over `slots` slots; with_plan: the
+// plan (gpu_moe_plan.h) runs in the launch that quantises h, as one more block (else the caller
+// launched it before).
+void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gate_up, ExpertWalk down, bool with_plan,
+                             void* s);
+// DS4KIT_GPU_MOE_PLAN: fused (default; the plan in the launch that quantises h) or split.
+bool moe_plan_with_h();
 // launch_moe_shared's, on int8 columns in a.int8_sh (one-row groups).
 void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gate_up, ExpertWalk down, void* s);
 

@@ -14,93 +14,19 @@
 // from the expert's shape, so a token's output never depends on which other tokens share the
 // call (verify == decode).
 #include "backend/gpu/gpu_moe_kernels.h"
+#include "backend/gpu/gpu_moe_plan.h"
 
 #include <stdint.h>
 
-namespace {
-constexpr int kPlanMaxExperts = 2048;  // experts the plan kernel counts in shared memory
-constexpr int kPlanMaxPairs = 2048;    // (token, slot) pairs it copies to shared memory (more: read in place)
-constexpr int kPlanThreads = 256;
-}  // namespace
-
-// One block (kPlanThreads threads; counts and starts in shared memory, NX <= kPlanMaxExperts).
-// Fault 3: an expert id outside 0..NX-1 (then no routed expert contributes). The pairs' ids are
-// first copied to shared memory (all loads at once: thread 0's placement had read them back
-// from global memory one after another). Expert e's count is counted by the threads that own e
-// (no atomics); starts and the chosen list are two Hillis-Steele scans over the experts;
-// thread 0 places the pairs in order.
+// One block: gpu_moe_plan.h's plan.
 extern "C" __global__ void ds4_moe_plan_kernel(const int32_t* experts, int64_t n_pairs, int64_t NX, int32_t* count,
                                                int32_t* start, int32_t* col_of, int32_t* tok_of, int32_t* active,
                                                int32_t* n_active, int64_t K, int* fault) {
     ds4_kernel_entry();
-    __shared__ int32_t cnt[kPlanMaxExperts], cols[kPlanMaxExperts], chosen[kPlanMaxExperts];
-    __shared__ int32_t pair_ids[kPlanMaxPairs];
-    __shared__ int bad;
-    const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
-    const bool staged = n_pairs <= kPlanMaxPairs;
-    if (staged) {
-        for (int64_t j = t; j < n_pairs; j += T) pair_ids[j] = experts[j];
-    }
-    if (t == 0) bad = 0;
-    ds4_sync_block();
-    const int32_t* ids = staged ? pair_ids : experts;
-    for (int64_t e = t; e < NX; e += T) {
-        int32_t c = 0;
-        for (int64_t j = 0; j < n_pairs; ++j) c += ids[j] == e ? 1 : 0;
-        cnt[e] = c;
-    }
-    for (int64_t j = t; j < n_pairs; j += T) {
-        if (ids[j] < 0 || ids[j] >= NX) bad = 1;  // every writer writes 1
-    }
-    ds4_sync_block();
-    if (bad) {
-        if (t == 0) {
-            *fault = 3;
-            *n_active = 0;
-        }
-        for (int64_t e = t; e < NX; e += T) count[e] = 0;
-        for (int64_t j = t; j < n_pairs; j += T) col_of[j] = -1;
-        return;
-    }
-    // Inclusive scans: cols[e] = sum of counts up to e, chosen[e] = experts with a count up to e.
-    for (int64_t e = t; e < NX; e += T) {
-        cols[e] = cnt[e];
-        chosen[e] = cnt[e] ? 1 : 0;
-    }
-    ds4_sync_block();
-    for (int64_t off = 1; off < NX; off *= 2) {
-        int32_t a[kPlanMaxExperts / kPlanThreads], b[kPlanMaxExperts / kPlanThreads];
-        int q = 0;
-        for (int64_t e = t; e < NX; e += T, ++q) {
-            a[q] = e >= off ? cols[e - off] : 0;
-            b[q] = e >= off ? chosen[e - off] : 0;
-        }
-        ds4_sync_block();
-        q = 0;
-        for (int64_t e = t; e < NX; e += T, ++q) {
-            cols[e] += a[q];
-            chosen[e] += b[q];
-        }
-        ds4_sync_block();
-    }
-    for (int64_t e = t; e < NX; e += T) {
-        const int32_t first = cols[e] - cnt[e];
-        count[e] = cnt[e];
-        start[e] = first;
-        if (cnt[e]) active[chosen[e] - 1] = (int32_t)e;
-        cols[e] = first;  // the next free column of e, for the placement
-    }
-    ds4_sync_block();
-    if (t == 0) {
-        *n_active = NX > 0 ? chosen[NX - 1] : 0;
-        for (int64_t j = 0; j < n_pairs; ++j) {
-            const int32_t col = cols[ids[j]]++;
-            col_of[j] = col;
-            tok_of[col] = (int32_t)(j / K);
-        }
-    }
+    ds4::gpu::moe_plan_block<ds4::gpu::kPlanMaxExperts, ds4::gpu::kPlanMaxPairs>(experts, n_pairs, NX, count, start,
+                                                                                col_of, tok_of, active, n_active, K,
+                                                                                fault);
 }
-
 
 // One thread per (token, element): y = sum_k w_k out[col(i, k)] + shared, in double.
 extern "C" __global__ void ds4_moe_combine_kernel(const float* out, const float* out_sh, const int32_t* col_of,
@@ -231,9 +157,13 @@ void launch_moe_routed(const MoeLaunch& a, void* s) {
         throw UnsupportedError(DS4_GPU_WHO ": moe: " + std::to_string(a.n_expert) + " experts; the plan kernel holds " +
                                std::to_string(kPlanMaxExperts));
     }
-    ds4_launch(ds4_moe_plan_kernel, dim3(1), dim3(kPlanThreads), s, a.experts, n_pairs, a.n_expert, a.count, a.start,
-               a.col_of, a.tok_of, a.active, a.n_active, a.K, a.fault);
-    DS4_GPU_CHECK_LAUNCH("ds4_moe_plan_kernel");
+    // launch_moe_experts_int8 runs it (with the smaller plan's shared memory).
+    const bool plan_with_h = a.int8 && a.n_expert <= kPlanSmallExperts && n_pairs <= kPlanSmallPairs && moe_plan_with_h();
+    if (!plan_with_h) {
+        ds4_launch(ds4_moe_plan_kernel, dim3(1), dim3(kPlanThreads), s, a.experts, n_pairs, a.n_expert, a.count,
+                   a.start, a.col_of, a.tok_of, a.active, a.n_active, a.K, a.fault);
+        DS4_GPU_CHECK_LAUNCH("ds4_moe_plan_kernel");
+    }
     // Routed experts: a slot for each expert some pair may have chosen; slots past the
     // chosen ones return at once.
     const int64_t slots = std::min<int64_t>(a.n_expert, n_pairs);
@@ -243,7 +173,7 @@ void launch_moe_routed(const MoeLaunch& a, void* s) {
                                           a.exp.down_expert_bytes, a.exp.down);
     if (a.int8) {  // the routed experts one column a pass, as routed_one_column's
         launch_moe_experts_int8(a, slots, ExpertWalk{gu.L, gu.wide, gate_up_rows_half(gu, true)},
-                                ExpertWalk{dn.L, dn.wide, rows_of(dn, true)}, s);
+                                ExpertWalk{dn.L, dn.wide, rows_of(dn, true)}, plan_with_h, s);
         return;
     }
     const Passes ps{routed_one_column(a.n_tokens), false};

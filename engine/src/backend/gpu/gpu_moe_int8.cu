@@ -9,6 +9,7 @@
 // columns stay float.
 #include "backend/gpu/gpu_int8.h"
 #include "backend/gpu/gpu_moe_kernels.h"  // Group, slot_group, the groups' rows, clamped_swiglu
+#include "backend/gpu/gpu_moe_plan.h"
 
 #include <stdint.h>
 
@@ -101,6 +102,25 @@ __global__ void DS4_DOT_BOUNDS ds4_moe_down_int8_kernel(const uint8_t* down, uin
     }
 }
 
+// The plan and h's int8 columns in one launch (two small kernels in a row had each cost a launch
+// on the decode's critical path): block 0 plans (gpu_moe_plan.h, up to kPlanSmallExperts experts
+// and kPlanSmallPairs pairs: the launcher checks), blocks 1.. quantise h (gpu_int8.h's quantiser
+// blocks 0..), the same work and bits as the two kernels.
+static_assert(ds4::gpu::kPlanThreads == ds4::gpu::kInt8QuantThreads, "one block size for both");
+extern "C" __global__ void ds4_moe_plan_int8_kernel(const int32_t* experts, int64_t n_pairs, int64_t NX,
+                                                    int32_t* count, int32_t* start, int32_t* col_of, int32_t* tok_of,
+                                                    int32_t* active, int32_t* n_active, int64_t K, int* fault,
+                                                    const float* h, int64_t values, int8_t* q, float* d) {
+    ds4_kernel_entry();
+    const int64_t b = ds4_block_x();
+    if (b == 0) {
+        ds4::gpu::moe_plan_block<ds4::gpu::kPlanSmallExperts, ds4::gpu::kPlanSmallPairs>(
+            experts, n_pairs, NX, count, start, col_of, tok_of, active, n_active, K, fault);
+    } else {
+        ds4::gpu::int8_columns_block(b - 1, h, values, 1, 0, values, values, q, d);
+    }
+}
+
 #define DS4_INT8_GATE_UP(RH, NC, T)                                                                                    \
     template __global__ void ds4_moe_gate_up_int8_kernel<RH, NC, T>(                                                   \
         const uint8_t*, const uint8_t*, uint64_t, uint64_t, int64_t, const int8_t*, const float*, const int32_t*,      \
@@ -150,10 +170,31 @@ int64_t int8_scratch_bytes(int64_t n_tokens, int64_t E, int64_t act_per_token) {
     return int8_columns_bytes(std::max(n_tokens * E, n_tokens * act_per_token));
 }
 
-void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gu, ExpertWalk dn, void* s) {
+bool moe_plan_with_h() { return env_choice("DS4KIT_GPU_MOE_PLAN", {"fused", "split"}) == 0; }
+
+namespace {
+// h's int8 columns as launch_int8_columns writes them (n_tokens columns of E, contiguous: one
+// column of n_tokens E values quantises alike, blocks of 32 never straddle two), with the plan.
+Int8Cols launch_plan_and_h(const MoeLaunch& a, void* s) {
+    const int64_t values = a.n_tokens * a.E;
+    int8_t* q = reinterpret_cast<int8_t*>(a.int8);
+    float* d = reinterpret_cast<float*>(a.int8 + int8_scales_offset(values));
+    if (int8_columns_blocks(values) + 1 > 0x7fffffff) {
+        throw ArgumentError(DS4_GPU_WHO ": moe plan and int8 h: " + std::to_string(values) + " values exceed the grid");
+    }
+    ds4_launch(ds4_moe_plan_int8_kernel, dim3((unsigned)(int8_columns_blocks(values) + 1)), dim3(kPlanThreads), s,
+               a.experts, a.n_tokens * a.K, a.n_expert, a.count, a.start, a.col_of, a.tok_of, a.active, a.n_active,
+               a.K, a.fault, a.h, values, q, d);
+    DS4_GPU_CHECK_LAUNCH("ds4_moe_plan_int8_kernel");
+    return Int8Cols{q, d};
+}
+}  // namespace
+
+void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gu, ExpertWalk dn, bool with_plan,
+                             void* s) {
     const MoeMats& x = a.exp;
     const int64_t P = a.n_tokens * a.K;
-    const Int8Cols h = launch_int8_columns(a.h, a.E, a.n_tokens, 1, 0, a.E, a.int8, s);
+    const Int8Cols h = with_plan ? launch_plan_and_h(a, s) : launch_int8_columns(a.h, a.E, a.n_tokens, 1, 0, a.E, a.int8, s);
     ds4_launch(gu.rows == 1 ? ds4_moe_gate_up_int8_kernel<1, 1, kQ2K> : ds4_moe_gate_up_int8_kernel<2, 1, kQ2K>,
                dim3(dot_row_blocks(x.F, gu.L, gu.rows), (unsigned)slots), dim3(kDotBlock), s, x.gate, x.up,
                x.gate_up_expert_bytes, x.gate_up_row_bytes, a.E, h.q, h.d, a.active, a.n_active, a.count, a.start,
