@@ -29,9 +29,6 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
 - gpu_attention_inputs.cu (attention_inputs_sim.cpp; Backend::attention_inputs on the GPU): the
   query heads, KV rows and ring bit for bit the six kernels it replaces (rms_norm, rope_tail, the
   FP8 round trip, kv_store), rows of 64 to 1024 values, YaRN, device-word positions, a wrapping ring.
-- gpu_hc.cu's mix kernel with the post (hc_post_mix_sim.cpp; Backend::hc_post_pre_norm on the
-  GPU): the streams it writes bit for bit hc_post's sum stated serially, its partial dots and sums
-  of squares those of the plain mix of those streams; 1 to 16 streams, a last slice cut short.
 - gpu_moe_int8.cu's plan-and-h kernel (plan_int8_sim.cpp): every output bit for bit the plan
   kernel's and the quantiser's, at 1, 8 and 32 tokens, a part-full quantiser block, a bad id.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
@@ -52,7 +49,6 @@ DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7)
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
            ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 21),
            ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9), ("attention_inputs_sim.cpp", 8),
-           ("hc_post_mix_sim.cpp", 6),
            ("plan_int8_sim.cpp", 5)]
 
 

@@ -238,9 +238,6 @@ FUSION_CHOICES = [
     # The query heads' and KV row's norms, RoPE, FP8 and the KV store: six launches or one
     # (Backend::attention_inputs, gpu_attention_inputs.cu).
     ("DS4KIT_GPU_ATTN_INPUTS", "split", "fused"),
-    # A sublayer's HC-post and the next HC-pre's mix: two launches or one
-    # (Backend::hc_post_pre_norm, gpu_hc.cu's mix kernel writing the post).
-    ("DS4KIT_GPU_HC_POST", "split", "fused"),
 ]
 
 

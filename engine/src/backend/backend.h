@@ -277,19 +277,6 @@ public:
     virtual void hc_post(Dev<const float> y, Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E,
                          Dev<const double> split, Dev<float> X_out) = 0;
 
-    // A sublayer's hc_post, then the next sublayer's hc_pre_norm of the streams it wrote (the
-    // block runner holds each post back until it knows what reads the streams): X_out = post of
-    // (y, X, split); then hc_pre_norm(X_out, ..., u, split), which overwrites split with the new
-    // one. An override (the GPU's mix kernel that computes the post as it reads the streams) must
-    // give these two calls' bits.
-    virtual void hc_post_pre_norm(Dev<const float> y, Dev<const float> X, Dev<float> X_out, int64_t n_tokens,
-                                  int64_t n_hc, int64_t E, const WeightView& fn, const WeightView& scale,
-                                  const WeightView& base, int64_t sinkhorn_iters, double hc_eps, double rms_eps,
-                                  const WeightView& norm, Dev<float> u, Dev<double> split) {
-        hc_post(y, X, n_tokens, n_hc, E, split, X_out);
-        hc_pre_norm(X_out, n_tokens, n_hc, E, fn, scale, base, sinkhorn_iters, hc_eps, rms_eps, norm, u, split);
-    }
-
     // Output head collapse of n_tokens tokens: x = N(flatten X);
     // w_h = sigmoid(fn_h . x * scale[0] + base_h) + eps; e = sum w_h X_h.
     virtual void hc_head(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,

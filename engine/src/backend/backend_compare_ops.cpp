@@ -268,41 +268,6 @@ void hc_cases(Cases& c) {
                                 Dev<const double>(dbl(in[2])), o);
                  });
     }
-    // hc_post_pre_norm (the post of the attention sublayer, then the FFN's pre with its norm):
-    // the streams, u and the new split, A against B; on B bitwise its two calls (the GPU writes
-    // the post in the mix kernel).
-    {
-        auto r = c.rng();
-        std::uniform_real_distribution<double> u(0.05, 1.0);
-        std::vector<double> split((size_t)(n * SS));
-        for (double& v : split) v = u(r);
-        const std::vector<Words> ins = {random_input(r, (size_t)(n * E)), random_input(r, (size_t)(n * HC * E)),
-                                        words_of(split)};
-        auto go = [&](Backend& be, bool fused) {
-            return run_bufs(be, ins, {(size_t)(n * HC * E), (size_t)(n * E), (size_t)(2 * n * SS)},
-                            [&](std::vector<Dev<float>>& in, std::vector<Dev<float>>& o) {
-                                be.copy(o[2], Dev<const float>(in[2]), 2 * n * SS);
-                                const Dev<const float> y(in[0]), X(in[1]);
-                                if (fused) {
-                                    be.hc_post_pre_norm(y, X, o[0], n, HC, E, L.hc_ffn_fn, L.hc_ffn_scale,
-                                                        L.hc_ffn_base, hp.sinkhorn_iters, hp.hc_eps, hp.rms_eps,
-                                                        L.ffn_norm, o[1], dbl(o[2]));
-                                } else {
-                                    be.Backend::hc_post_pre_norm(y, X, o[0], n, HC, E, L.hc_ffn_fn, L.hc_ffn_scale,
-                                                                 L.hc_ffn_base, hp.sinkhorn_iters, hp.hc_eps,
-                                                                 hp.rms_eps, L.ffn_norm, o[1], dbl(o[2]));
-                                }
-                            });
-        };
-        const std::vector<Words> ya = go(c.a, true), yb = go(c.b, true), yb2 = go(c.b, false);
-        bool ok = true;
-        for (size_t k = 0; k < yb.size(); ++k) ok = ok && std::memcmp(yb[k].data(), yb2[k].data(), yb[k].size() * 4) == 0;
-        const std::string note = ok ? "" : "backend B differs from its hc_post then hc_pre_norm";
-        c.record("hc_post_pre_norm_streams", L.hc_ffn_fn.name + " (streams)", "F32", (int)n, HC * E, ya[0], yb[0], ok, note);
-        c.record("hc_post_pre_norm", L.ffn_norm.name + " (u)", "F32", (int)n, E, ya[1], yb[1], ok, note);
-        c.record("hc_post_pre_norm", L.hc_ffn_fn.name + " (split)", "F64", (int)n, SS, doubles_as_floats(ya[2]),
-                 doubles_as_floats(yb[2]), ok, note);
-    }
     const Ds4Weights& W = c.m.weights();
     {
         auto r = c.rng();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -58,14 +57,17 @@ Ds4Activations::Ds4Activations(Backend& be, const Ds4Hparams& hp, int64_t B) : m
 
 void Ds4BlockRunner::embed(const Ds4Weights& w, Ds4Activations& a, int64_t n) {
     PhaseScope ps(clock_, Phase::embed);
-    a.post_held = false;  // a step that threw may have left one: the streams start again here
     be_.embed(w.token_embd, a.tokens, n, hp_.n_hc, a.X);  // no scale; every stream starts as the row
 }
 
 void Ds4BlockRunner::attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n) {
-    const int64_t E = hp_.n_embd, H = hp_.n_head, D = hp_.head_dim, QR = hp_.q_lora_rank;
+    const int64_t E = hp_.n_embd, HC = hp_.n_hc, H = hp_.n_head, D = hp_.head_dim, QR = hp_.q_lora_rank;
     const int64_t r = lw.ratio, C = (r == 4 ? 2 : 1) * D, di = hp_.idx_head_dim;
-    pre_norm(a, n, lw.hc_attn_fn, lw.hc_attn_scale, lw.hc_attn_base, lw.attn_norm);  // with the attention norm
+    {
+        PhaseScope ps(clock_, Phase::hc_pre);  // with the attention norm of the collapsed row
+        be_.hc_pre_norm(a.X, n, HC, E, lw.hc_attn_fn, lw.hc_attn_scale, lw.hc_attn_base, hp_.sinkhorn_iters,
+                        hp_.hc_eps, hp_.rms_eps, lw.attn_norm, a.h, a.split);
+    }
     // Projections of every token of the block (columns): first every matrix that reads the
     // normalised input h (one pass on a backend that can), then the query's second matrix.
     PhaseScope ps(clock_, Phase::attn_proj);
@@ -134,7 +136,7 @@ void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const Ro
 }
 
 void Ds4BlockRunner::attn_output(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n) {
-    const int64_t E = hp_.n_embd, H = hp_.n_head, D = hp_.head_dim;
+    const int64_t E = hp_.n_embd, HC = hp_.n_hc, H = hp_.n_head, D = hp_.head_dim;
     {
         // Grouped output: z_g = W_oa[g] (heads of group g), y = W_ob z.
         PhaseScope ps(clock_, Phase::attn_out);
@@ -142,12 +144,18 @@ void Ds4BlockRunner::attn_output(const Ds4LayerWeights& lw, Ds4Activations& a, i
         be_.matmul_grouped(lw.attn_output_a, G, R, a.O, group_in, H * D, (int)n, a.z, G * R);
         be_.matmul(lw.attn_output_b, 0, E, a.z, G * R, (int)n, a.y, E);
     }
-    a.post_held = true;
+    PhaseScope ps(clock_, Phase::hc_post);
+    be_.hc_post(a.y, a.X, n, HC, E, a.split, a.X2);
+    std::swap(a.X, a.X2);
 }
 
 void Ds4BlockRunner::ffn(const Ds4LayerWeights& lw, int64_t il, Ds4Activations& a, int64_t n) {
-    const int64_t E = hp_.n_embd, NX = hp_.n_expert, K = hp_.n_expert_used;
-    pre_norm(a, n, lw.hc_ffn_fn, lw.hc_ffn_scale, lw.hc_ffn_base, lw.ffn_norm);  // with the FFN norm
+    const int64_t E = hp_.n_embd, HC = hp_.n_hc, NX = hp_.n_expert, K = hp_.n_expert_used;
+    {
+        PhaseScope ps(clock_, Phase::hc_pre);  // with the FFN norm of the collapsed row
+        be_.hc_pre_norm(a.X, n, HC, E, lw.hc_ffn_fn, lw.hc_ffn_scale, lw.hc_ffn_base, hp_.sinkhorn_iters, hp_.hc_eps,
+                        hp_.rms_eps, lw.ffn_norm, a.h, a.split);
+    }
     {
         PhaseScope ps(clock_, Phase::router);
         be_.matmul(lw.ffn_gate_inp, 0, NX, a.h, E, (int)n, a.gl, NX);
@@ -158,41 +166,17 @@ void Ds4BlockRunner::ffn(const Ds4LayerWeights& lw, int64_t il, Ds4Activations& 
         be_.moe(lw.ffn, a.h, n, a.experts, a.ew, K, hp_.swiglu_clamp_exp[(size_t)il], hp_.swiglu_clamp_shexp[(size_t)il],
                 a.y);
     }
-    a.post_held = true;
-}
-
-void Ds4BlockRunner::pre_norm(Ds4Activations& a, int64_t n, const WeightView& fn, const WeightView& scale,
-                              const WeightView& base, const WeightView& norm) {
-    const int64_t E = hp_.n_embd, HC = hp_.n_hc;
-    if (!a.post_held) {
-        PhaseScope ps(clock_, Phase::hc_pre);
-        be_.hc_pre_norm(a.X, n, HC, E, fn, scale, base, hp_.sinkhorn_iters, hp_.hc_eps, hp_.rms_eps, norm, a.h,
-                        a.split);
-        return;
-    }
-    PhaseScope ps(clock_, Phase::hc_post);  // the post and the pre in one call
-    be_.hc_post_pre_norm(a.y, a.X, a.X2, n, HC, E, fn, scale, base, hp_.sinkhorn_iters, hp_.hc_eps, hp_.rms_eps, norm,
-                         a.h, a.split);
-    std::swap(a.X, a.X2);
-    a.post_held = false;
-}
-
-void Ds4BlockRunner::settle(Ds4Activations& a, int64_t n) {
-    if (!a.post_held) return;
     PhaseScope ps(clock_, Phase::hc_post);
-    be_.hc_post(a.y, a.X, n, hp_.n_hc, hp_.n_embd, a.split, a.X2);
+    be_.hc_post(a.y, a.X, n, HC, E, a.split, a.X2);
     std::swap(a.X, a.X2);
-    a.post_held = false;
 }
 
-void Ds4BlockRunner::capture(Ds4Activations& a, int64_t n, Dev<float> out, int64_t ldo) {
-    settle(a, n);
+void Ds4BlockRunner::capture(const Ds4Activations& a, int64_t n, Dev<float> out, int64_t ldo) {
     be_.hc_mean(a.X, n, hp_.n_hc, hp_.n_embd, out, ldo);
 }
 
 void Ds4BlockRunner::head(const Ds4Weights& w, Dev<const float> X, Ds4Activations& a, int64_t m, Dev<float> logits) {
     PhaseScope ps(clock_, Phase::head);
-    if (a.post_held) throw std::logic_error("Ds4BlockRunner::head: the last HC-post is held back (settle first)");
     const int64_t E = hp_.n_embd;
     be_.hc_head(X, m, hp_.n_hc, E, w.output_hc_fn, w.output_hc_scale, w.output_hc_base, hp_.hc_eps, hp_.rms_eps, a.e);
     be_.rms_norm(a.e, &w.output_norm, E, m, hp_.rms_eps, a.e);

@@ -32,9 +32,6 @@ struct Ds4Activations {
                                       // expert weights, head collapse
     Dev<double> split;                // HC split per token
     Dev<int32_t> tokens, experts, selected;
-    // A sublayer's hc_post not yet enqueued (the runner holds it back so the next hc_pre can take
-    // it in the same pass, Backend::hc_post_pre_norm): X is the streams before it, y its input.
-    bool post_held = false;
 
 private:
     std::vector<std::unique_ptr<DeviceBuffer>> owned_;
@@ -66,28 +63,19 @@ public:
     // indexer selection, attention over the sequence state -> a.O.
     void attn_causal(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st, const Ds4Numerics& nx,
                      Ds4Activations& a, int64_t p0, int64_t n);
-    // Grouped output projection and HC-post (X <- X'; the post held back, see settle).
+    // Grouped output projection and HC-post (X <- X').
     void attn_output(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n);
 
-    // FFN half: HC-pre, router, routed and shared experts, HC-post (X <- X'; held back).
+    // FFN half: HC-pre, router, routed and shared experts, HC-post (X <- X').
     void ffn(const Ds4LayerWeights& lw, int64_t il, Ds4Activations& a, int64_t n);
 
-    // Enqueues a held-back HC-post, so a.X holds the streams. The next sublayer's HC-pre takes a
-    // held post with it; anything else that reads a.X (capture does itself, the head checks)
-    // settles first.
-    void settle(Ds4Activations& a, int64_t n);
-
     // Mean of the n_hc streams of the n tokens into out (ldo floats apart): layer capture.
-    void capture(Ds4Activations& a, int64_t n, Dev<float> out, int64_t ldo);
+    void capture(const Ds4Activations& a, int64_t n, Dev<float> out, int64_t ldo);
 
     // Output head of m tokens whose streams are X ([m][n_hc][E]): logits [m][n_vocab].
     void head(const Ds4Weights& w, Dev<const float> X, Ds4Activations& a, int64_t m, Dev<float> logits);
 
 private:
-    // hc_pre_norm of a sublayer (fn, scale, base, norm), with the held post if there is one.
-    void pre_norm(Ds4Activations& a, int64_t n, const WeightView& fn, const WeightView& scale, const WeightView& base,
-                  const WeightView& norm);
-
     Backend& be_;
     const Ds4Hparams& hp_;
     PhaseClock& clock_;

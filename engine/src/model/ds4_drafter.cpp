@@ -244,7 +244,6 @@ Ds4Proposal Ds4Drafter::propose(const float* features, int64_t n_ctx, int32_t se
         runner_.attn_output(lw, act_, B);
         runner_.ffn(lw, il, act_, B);
     }
-    runner_.settle(act_, B);  // the last layer's post: hc_head reads the streams
 
     // Head: the HC collapse (pre_, the confidence head's input: Lucebox feeds it the state
     // before output_norm), then output_norm and the target's LM head.

@@ -358,7 +358,6 @@ void Ds4Session::issue_forward(int64_t n, int64_t p0, const bool* want_logits, i
         runner_.ffn(lw, il, act_, n);
         capture(il, false);
     }
-    runner_.settle(act_, n);  // the last layer's post: the head reads the streams
 
     // Output head on the tokens whose logits are wanted: all of them (decode, verify) in
     // place, else the wanted ones gathered into X2 (a prefill block's last token).

@@ -342,27 +342,6 @@ public:
         gpu::launch_hc_post(y.get(), X.get(), n_tokens, n_hc, E, split.get(), X_out.get(), stream_);
     }
 
-    void hc_post_pre_norm(Dev<const float> y, Dev<const float> X, Dev<float> X_out, int64_t n_tokens, int64_t n_hc,
-                          int64_t E, const WeightView& fn, const WeightView& scale_w, const WeightView& base_w,
-                          int64_t iters, double hc_eps, double rms_eps, const WeightView& norm, Dev<float> u,
-                          Dev<double> split) override {
-        // DS4KIT_GPU_HC_POST=fused (default): the mix kernel computes the post as it reads the
-        // streams (gpu_hc_post.h), a launch fewer a sublayer; =split: hc_post, then hc_pre_norm.
-        const bool fused = env_choice("DS4KIT_GPU_HC_POST", {"fused", "split"}) == 0;
-        const bool fused_norm = env_choice("DS4KIT_GPU_HC_NORM", {"split", "fused"}) == 1 &&
-                                E <= gpu::hc_collapse_norm_max_values() && norm.n_elements() == E;
-        if (!fused || !gpu::hc_mix_post_fits(n_hc, E) || fused_norm) {
-            Backend::hc_post_pre_norm(y, X, X_out, n_tokens, n_hc, E, fn, scale_w, base_w, iters, hc_eps, rms_eps,
-                                      norm, u, split);
-            return;
-        }
-        join_side();  // the post reads the split the side stream wrote
-        const gpu::HcMixPost post{y.get(), X.get(), split.get(), X_out.get(), E};
-        hc_pre_collapse(X_out, n_tokens, n_hc, E, fn, scale_w, base_w, iters, hc_eps, rms_eps, nullptr, u, split,
-                        &post);
-        rms_norm(u, &norm, E, n_tokens, rms_eps, u);
-    }
-
     void hc_head(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
                  const WeightView& scale_w, const WeightView& base_w, double hc_eps, double rms_eps,
                  Dev<float> e) override {
@@ -694,13 +673,12 @@ private:
     // hc_pre_norm's), and the split beside the main stream.
     void hc_pre_collapse(Dev<const float> X, int64_t n_tokens, int64_t n_hc, int64_t E, const WeightView& fn,
                          const WeightView& scale_w, const WeightView& base_w, int64_t iters, double hc_eps,
-                         double rms_eps, const WeightView* norm, Dev<float> u, Dev<double> split,
-                         const gpu::HcMixPost* post = nullptr) {
+                         double rms_eps, const WeightView* norm, Dev<float> u, Dev<double> split) {
         if (n_tokens <= 0) return;
         std::lock_guard<std::mutex> lock(scratch_mu_);
         const float* scale = vecf(scale_w, "hc_pre");
         const float* base = vecf(base_w, "hc_pre");
-        const HcMix mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, "hc_pre", post);
+        const HcMix mix = hc_mix(X.get(), n_tokens, n_hc, E, fn, "hc_pre");
         if (norm) {
             gpu::launch_hc_collapse_norm(mix.part, mix.ss, mix.n_mix, rms_eps, X.get(), n_tokens, n_hc, E, scale, base,
                                          hc_eps, vecf(*norm, "hc_pre_norm"), rms_eps, u.get(), stream_);
@@ -785,9 +763,7 @@ private:
         const double* ss;
         int64_t n_mix;
     };
-    // post: the streams X are first written as that post (hc_post_pre_norm).
-    HcMix hc_mix(const float* X, int64_t n, int64_t n_hc, int64_t E, const WeightView& fn, const char* op,
-                 const gpu::HcMixPost* post = nullptr) {
+    HcMix hc_mix(const float* X, int64_t n, int64_t n_hc, int64_t E, const WeightView& fn, const char* op) {
         const int64_t F = n_hc * E, n_mix = fn.n_rows(), S = gpu::hc_mix_slices(F);
         if (fn.n_in() != F) {
             throw ArgumentError(DS4_GPU_WHO ": hyper-connection mix '" + fn.name + "' takes " + std::to_string(fn.n_in()) +
@@ -802,7 +778,7 @@ private:
         double* ss = scratch<double>(kSlotHcSumSq, n * S);
         float* part = scratch<float>(kSlotHcDots, n * S * n_mix);
         const gpu::DeviceWeight& dw = weights().get(fn, op);
-        gpu::launch_hc_mix_partial(fn.type, dw.data, fn.row_bytes, F, n_mix, X, n, grid_.get(), part, ss, stream_, post);
+        gpu::launch_hc_mix_partial(fn.type, dw.data, fn.row_bytes, F, n_mix, X, n, grid_.get(), part, ss, stream_);
         return HcMix{part, ss, n_mix};
     }
 

@@ -16,7 +16,6 @@
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_math.h"  // before gpu_dequant.h: core/numerics.h needs its device libm
 #include "backend/gpu/gpu_dot.h"
-#include "backend/gpu/gpu_hc_post.h"
 #include "backend/gpu/gpu_rms.h"
 #include "backend/gpu/gpu_tree.h"
 
@@ -35,7 +34,6 @@ constexpr int64_t kMixSlice = kMixLanes * ds4::gpu::kChunk;  // inputs a block c
 constexpr int kMixRowsPerThread = 4;            // rows a thread computes per pass
 constexpr int kMixRowsPerPass = kMixRowsPerThread * (kMixThreads / kMixLanes);
 static_assert(kMixThreads % kMixLanes == 0, "row groups of whole lane sets");
-static_assert(kMixSlice == kMixThreads, "hc_post_pre_norm's mix: a thread per value of the slice");
 
 // One Sinkhorn half-step by the whole block: dst = src with every row (rows) or column of the
 // n x n matrix divided by (its sum + eps), the sum in index order from 0 as cpu_hc.cpp's
@@ -117,16 +115,10 @@ __device__ void collapse(const double* w, const float* Xt, int64_t n_hc, int64_t
 // Block (slice s, token t): part[(t * n_mix + r) * S + s] = fn.row(r) . X_t over the slice (the
 // products of a chunk of 8 by fma from 0, times the chunk's factor, then the 32 chunks in
 // gpu_tree.h's tree), part_ss[t * S + s] = the slice's sum of squares in double.
-// With X_out (hc_post_pre_norm): the streams are first the post of `post` (gpu_hc_post.h): each
-// thread computes one value of the block's slice into X_out and shared memory, and the lanes take
-// their chunks from there (E a multiple of kChunk, so the launcher's check of the shapes holds).
-// The slices cover the streams, so the kernel writes the whole post: the hc_post launch before it
-// is saved. (A first form had every row group compute its lanes' chunks, 8 times the work of
-// hc_post, and lost to the two launches on the H200: 2026-12-05, run 25.)
 template <uint32_t TYPE>
 __global__ void ds4_hc_mix_partial_kernel(const uint8_t* fn, uint64_t row_bytes, int wide, int64_t F, int64_t n_mix,
                                           const float* X, int x4, const uint64_t* grid, float* part,
-                                          double* part_ss, float* X_out, ds4::gpu::HcPostIn post, int64_t E) {
+                                          double* part_ss) {
     ds4_kernel_entry();
     __shared__ float sums[kMixRowsPerThread * kMixThreads];
     __shared__ double ss_sums[kMixThreads];
@@ -135,50 +127,25 @@ __global__ void ds4_hc_mix_partial_kernel(const uint8_t* fn, uint64_t row_bytes,
     const int64_t e0 = s * kMixSlice + (int64_t)lane * ds4::gpu::kChunk;
     const bool live = e0 < F;
     const int len = !live ? 0 : F - e0 < ds4::gpu::kChunk ? (int)(F - e0) : ds4::gpu::kChunk;
-    // A pass's weight chunks (rows r0 + rg R + i), loaded for the first pass before the column:
-    // they do not depend on it, so they are in flight while the column loads (or the post runs).
-    float w[kMixRowsPerThread][ds4::gpu::kChunk];
-    float d[kMixRowsPerThread];
-    auto load_pass = [&](int64_t r0) {
-#pragma unroll
-        for (int i = 0; i < kMixRowsPerThread; ++i) {
-            const int64_t r = r0 + rg * kMixRowsPerThread + i;
-            for (int q = 0; q < ds4::gpu::kChunk; ++q) w[i][q] = 0.0f;
-            d[i] = 0.0f;
-            if (live && r < n_mix) {
-                d[i] = ds4::gpu::load_chunk_wide<TYPE>(fn + r * row_bytes, e0 / ds4::gpu::kChunk, F, grid, w[i],
-                                                       wide != 0);
-            }
-        }
-    };
-    load_pass(0);
     float xv[ds4::gpu::kChunk];
-    if (X_out == nullptr) {
-        const float* x = X + tok * F + (live ? e0 : 0);
-        ds4::gpu::load_x8(x, len, x4 != 0 && len == ds4::gpu::kChunk, xv);
-    } else {  // thread t: value t of the slice (the row groups' lanes read the same chunks)
-        __shared__ float posted[kMixSlice];
-        const int64_t f = s * kMixSlice + t;
-        if (f < F) {
-            const float v = ds4::gpu::hc_post_value(post, F / E, E, tok, f / E, f % E);
-            X_out[tok * F + f] = v;
-            posted[t] = v;
-        }
-        ds4_sync_block();
-        for (int q = 0; q < ds4::gpu::kChunk; ++q) xv[q] = live ? posted[lane * ds4::gpu::kChunk + q] : 0.0f;
-    }
+    const float* x = X + tok * F + (live ? e0 : 0);
+    ds4::gpu::load_x8(x, len, x4 != 0 && len == ds4::gpu::kChunk, xv);
     double ss = 0.0;
     for (int j = 0; j < ds4::gpu::kChunk; ++j) ss += (double)xv[j] * (double)xv[j];  // xv is 0 past F
     ss_sums[t] = ss;
     ds4::gpu::tree_reduce<1>(ss_sums, 0, rg * kMixLanes, lane, kMixLanes);
     if (t == 0) part_ss[tok * S + s] = ss_sums[0];
     for (int64_t r0 = 0; r0 < n_mix; r0 += kMixRowsPerPass) {
-        if (r0 > 0) load_pass(r0);
         float v[kMixRowsPerThread];
 #pragma unroll
         for (int i = 0; i < kMixRowsPerThread; ++i) {
             const int64_t r = r0 + rg * kMixRowsPerThread + i;
-            v[i] = live && r < n_mix ? d[i] * ds4::gpu::chunk_dot(w[i], xv, len) : 0.0f;
+            float w[ds4::gpu::kChunk] = {};
+            float d = 0.0f;
+            if (live && r < n_mix) {
+                d = ds4::gpu::load_chunk_wide<TYPE>(fn + r * row_bytes, e0 / ds4::gpu::kChunk, F, grid, w, wide != 0);
+            }
+            v[i] = live && r < n_mix ? d * ds4::gpu::chunk_dot(w, xv, len) : 0.0f;
         }
         for (int i = 0; i < kMixRowsPerThread; ++i) sums[i * kMixThreads + t] = v[i];
         ds4::gpu::tree_reduce<kMixRowsPerThread>(sums, kMixThreads, rg * kMixLanes, lane, kMixLanes);
@@ -302,8 +269,7 @@ extern "C" __global__ void ds4_hc_split_kernel(const float* part, const double* 
 
 #define DS4_HC_MIX_SIG(T)                                                                                        \
     template __global__ void ds4_hc_mix_partial_kernel<T>(const uint8_t*, uint64_t, int, int64_t, int64_t,        \
-                                                          const float*, int, const uint64_t*, float*, double*, \
-                                                          float*, ds4::gpu::HcPostIn, int64_t);
+                                                          const float*, int, const uint64_t*, float*, double*);
 DS4_GPU_FOR_EACH_TYPE(DS4_HC_MIX_SIG)
 
 #if DS4_GPU_HOST_CODE
@@ -336,38 +302,26 @@ int64_t hc_mix_slices(int64_t F) { return (F + kMixSlice - 1) / kMixSlice; }
 namespace {
 template <uint32_t T>
 void launch_mix_partial(const uint8_t* fn, uint64_t row_bytes, int64_t F, int64_t n_mix, const float* X,
-                        int64_t n_tokens, const uint64_t* grid, float* part, double* part_ss, const HcMixPost* post,
-                        void* s) {
+                        int64_t n_tokens, const uint64_t* grid, float* part, double* part_ss, void* s) {
     const int wide = dot_wide<T>(fn, row_bytes);
     const int x4 = dot_x_aligned(X, F);
-    float* X_out = post ? post->X_out : nullptr;
-    const HcPostIn in = post ? HcPostIn{post->y, post->X, post->split} : HcPostIn{nullptr, nullptr, nullptr};
     ds4_launch(ds4_hc_mix_partial_kernel<T>, dim3((unsigned)hc_mix_slices(F), (unsigned)n_tokens), dim3(kMixThreads), s,
-               fn, row_bytes, wide, F, n_mix, X, x4, grid, part, part_ss, X_out, in, post ? post->E : (int64_t)1);
+               fn, row_bytes, wide, F, n_mix, X, x4, grid, part, part_ss);
     DS4_GPU_CHECK_LAUNCH("ds4_hc_mix_partial_kernel");
 }
 }  // namespace
 
-bool hc_mix_post_fits(int64_t n_hc, int64_t E) {
-    return n_hc >= 1 && n_hc <= kMaxHc && E > 0 && E % ds4::gpu::kChunk == 0;
-}
-
 void launch_hc_mix_partial(uint32_t type, const uint8_t* fn, uint64_t row_bytes, int64_t F, int64_t n_mix,
                            const float* X, int64_t n_tokens, const uint64_t* grid, float* part, double* part_ss,
-                           void* s, const HcMixPost* post) {
+                           void* s) {
     if (n_tokens <= 0) return;
     if (hc_mix_slices(F) > 0x7fffffff || n_tokens > 65535) {
         throw ArgumentError(DS4_GPU_WHO ": hyper-connection mix of " + std::to_string(n_tokens) + " tokens of " +
                             std::to_string(F) + " values exceeds the launch grid");
     }
-    if (post && (F % post->E != 0 || !hc_mix_post_fits(F / post->E, post->E) || X != post->X_out)) {
-        throw ArgumentError(DS4_GPU_WHO ": hyper-connection mix with the post: " + std::to_string(F) +
-                            " values of streams of " + std::to_string(post->E) +
-                            " (a multiple of 8, at most " + std::to_string(kMaxHc) + " streams, X the post's output)");
-    }
     switch (type) {
 #define DS4_CASE(T) \
-    case T: launch_mix_partial<T>(fn, row_bytes, F, n_mix, X, n_tokens, grid, part, part_ss, post, s); return;
+    case T: launch_mix_partial<T>(fn, row_bytes, F, n_mix, X, n_tokens, grid, part, part_ss, s); return;
         DS4_GPU_FOR_EACH_TYPE(DS4_CASE)
 #undef DS4_CASE
         default:

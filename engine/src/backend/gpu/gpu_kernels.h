@@ -105,20 +105,9 @@ void launch_route(const float* logits, const int32_t* tokens, int64_t n, int64_t
 // (part: [n_tokens][n_mix][slices] floats) and the slice's sum of squares (part_ss:
 // [n_tokens][slices] doubles); the consumers add the slices in order and scale by the norm.
 int64_t hc_mix_slices(int64_t F);
-// With post (hc_post_pre_norm): X is post->X_out, the streams the hc_post of post's inputs would
-// write; the kernel writes them and mixes them in one pass (the same bits as hc_post, then the
-// mix). hc_mix_post_fits: the streams' shapes it takes (E a multiple of 8, up to 16 streams).
-struct HcMixPost {
-    const float* y;       // [n_tokens][E]
-    const float* X;       // [n_tokens][n_hc][E], the streams before the post
-    const double* split;  // hc_pre's split of each token
-    float* X_out;         // the streams after it (not aliasing X)
-    int64_t E;
-};
-bool hc_mix_post_fits(int64_t n_hc, int64_t E);
 void launch_hc_mix_partial(uint32_t type, const uint8_t* fn, uint64_t row_bytes, int64_t F, int64_t n_mix,
                            const float* X, int64_t n_tokens, const uint64_t* grid, float* part, double* part_ss,
-                           void* s, const HcMixPost* post = nullptr);
+                           void* s);
 // out_t = sum_h w_h X_t,h with w_h = sigmoid(scale0 m_h + base_h) + eps from the first n_hc mix
 // values: hc_pre's u (w = pre) and hc_head's e.
 void launch_hc_collapse(const float* part, const double* part_ss, int64_t n_mix, double rms_eps, const float* X,

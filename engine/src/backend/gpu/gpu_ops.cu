@@ -7,7 +7,6 @@
 #include "backend/gpu/gpu_math.h"
 #include "backend/gpu/gpu_step_pos.h"
 #include "backend/gpu/gpu_dot.h"
-#include "backend/gpu/gpu_hc_post.h"
 
 #include <stdint.h>
 
@@ -102,14 +101,20 @@ extern "C" __global__ void ds4_indexer_transform_kernel(float* x, int64_t d, int
     for (int64_t i = t; i < d; i += T) row[i] = vals[i];
 }
 
-// One thread per (token, stream j, element): X_out_j = post_j y + sum_r M[r][j] X_r (gpu_hc_post.h).
+// One thread per (token, stream j, element): X_out_j = post_j y + sum_r M[r][j] X_r (double).
 extern "C" __global__ void ds4_hc_post_kernel(const float* y, const float* X, int64_t n_tokens, int64_t n_hc,
                                               int64_t E, const double* split, float* X_out) {
     ds4_kernel_entry();
     const int64_t k = (int64_t)ds4_block_x() * ds4_block_dim_x() + ds4_thread_x();
     if (k >= n_tokens * n_hc * E) return;
     const int64_t t = k / (n_hc * E), j = (k / E) % n_hc, i = k % E;
-    X_out[k] = ds4::gpu::hc_post_value({y, X, split}, n_hc, E, t, j, i);
+    const int64_t SS = 2 * n_hc + n_hc * n_hc;
+    const double* post = split + t * SS + n_hc;
+    const double* M = split + t * SS + 2 * n_hc;
+    const float* Xt = X + t * n_hc * E;
+    double acc = post[j] * (double)y[t * E + i];
+    for (int64_t r = 0; r < n_hc; ++r) acc += M[r * n_hc + j] * (double)Xt[r * E + i];
+    X_out[k] = (float)acc;
 }
 
 // One thread per (token, element): the mean of the streams, summed in h order in double.
