@@ -5,6 +5,8 @@
 # Earlier forms, their files kept: 25a-* (the post computed by every row group; defaults against
 # both split), 25b-* (a thread a value; defaults, the post split, both split and the attention a
 # block per head). Run 25c: the plan with small shared memory, the mix's weights loaded first.
+# After 25c the post left the mix kernel again (93f65a8): DS4KIT_GPU_HC_POST is no longer read,
+# so the ab stage's settings with it now time the defaults.
 # seam: the per-op seam and the fusion checks; ab: the defaults (hc_post in the next mix, the
 # moe plan in h's quantiser launch) against each split and both, interleaved over REPS rounds;
 # profile: the defaults' per-kernel times without early launches (they would count waits); gpu:
