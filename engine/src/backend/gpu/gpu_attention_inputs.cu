@@ -9,8 +9,9 @@
 // calls' (tests/gpu_host_sim/attention_inputs_sim.cpp holds them to it):
 //   - the norm: gpu_rms.h (thread t's squares of x[t], x[t + kNormThreads], ..., the fixed tree);
 //   - RoPE: rope_cos_sin_block and rope_pair (gpu_math.h), as rope_tail;
-//   - the FP8 round trip of the values before the rotated tail: per block of 64, the amax
-//     (order-free) then each value rounded on its own, as ds4_fp8_kv_kernel;
+//   - the FP8 round trip of the values before the rotated tail: gpu_math.h block_round_trip_block
+//     (per block of 64, the amax, order-free, then each value rounded on its own), as
+//     ds4_fp8_kv_kernel;
 //   - the store: F16 of the final value into ring slot (p0 + i) % ring_rows, as ds4_kv_store_kernel.
 #include "backend/gpu/gpu_compat.h"
 #include "backend/gpu/gpu_math.h"  // before gpu_rms.h: core/numerics.h needs its device libm
@@ -22,6 +23,7 @@
 namespace {
 using ds4::gpu::kNormThreads;
 constexpr int kMaxRowLen = 1024;  // values of a row the block holds in shared memory (the launcher checks)
+static_assert(kMaxRowLen % kNormThreads == 0, "whole values a thread for the FP8 rounding");
 }  // namespace
 
 extern "C" __global__ void DS4_NORM_BOUNDS ds4_attention_inputs_kernel(float* Q, int64_t n_head, float* kv,
@@ -48,18 +50,11 @@ extern "C" __global__ void DS4_NORM_BOUNDS ds4_attention_inputs_kernel(float* Q,
     ds4::gpu::rope_cos_sin_block((double)p, spec, cs);  // ends with a barrier: row is written
     for (int64_t k = t; k < spec.n_rot / 2; k += kNormThreads) ds4::gpu::rope_pair(row, D, spec.n_rot, cs, k, false);
     ds4_sync_block();
+    // The KV row's FP8 round trip of its first fp8_len values (a uniform branch: the whole block).
+    if (is_kv) ds4::gpu::block_round_trip_block<kMaxRowLen / kNormThreads>(row, fp8_len, ds4::fp8_e4m3_rounding());
 
-    constexpr ds4::BlockRounding fp8 = ds4::fp8_e4m3_rounding();
     for (int64_t j = t; j < D; j += kNormThreads) {
-        float v = row[j];
-        if (is_kv && j < fp8_len) {  // the FP8 block of j: [off, off + len) within the first fp8_len values
-            const int64_t off = j / fp8.block * fp8.block;
-            const int64_t len = fp8_len - off < fp8.block ? fp8_len - off : fp8.block;
-            double amax = 0.0;
-            for (int64_t k = 0; k < len; ++k) amax = ds4::num::max_f64(amax, (double)ds4::num::abs_f32(row[off + k]));
-            const double bs = ds4::num::pow2_scale(ds4::num::max_f64(amax, fp8.amax_floor), fp8.top);
-            v = ds4::num::round_trip_value(v, bs, fp8.top, fp8.e4m3);
-        }
+        const float v = row[j];
         x[j] = v;
         if (is_kv) ring[(p % ring_rows) * D + j] = ds4::f32_to_f16(v);
     }
