@@ -61,10 +61,11 @@ int narrow_cols_for(int ncols);
 bool matmul_sets_on();
 bool matmul_set_member(int64_t n_rows, int ncols);
 // Whether a matrix of `rows` rows (the tensor's; times the experts a token uses for moe) runs
-// gpu_dot.h's R-row groups: rows >= 8192, or as DS4KIT_GPU_ROW_GROUPS=auto|always|never says
-// (R changes no bit: tests/gpu compares always with never on models too small for the rule).
+// gpu_dot.h's R-row groups in a call of ncols columns: rows >= 8192 for one column, >= 4096 for
+// more, or as DS4KIT_GPU_ROW_GROUPS=auto|always|never says (R changes no bit, so the rule may
+// look at the call: tests/gpu compares always with never on models too small for the rule).
 // Another value: ArgumentError naming the variable.
-bool row_groups_for(int64_t rows);
+bool row_groups_for(int64_t rows, int ncols = 1);
 // (dot_wide<T>, whether rows allow the wide loads, is in gpu_dot.h.)
 
 // ---- gpu_layout.cu ----

@@ -138,17 +138,19 @@ MatmulShape matmul_shape(int64_t n_rows, int64_t tensor_rows, int L, int ncols, 
     const int NC = narrow_cols_for(ncols);
     // A group of R rows reads one x group, so R must divide a grouped call's x groups.
     const int R_many = NC == 1 ? max_group_rows<1>() : max_group_rows<kCols>();  // max_group_rows<NC>()
-    const bool many = row_groups_for(tensor_rows) && (x_group_rows == n_rows || x_group_rows % R_many == 0);
+    const bool many = row_groups_for(tensor_rows, ncols) && (x_group_rows == n_rows || x_group_rows % R_many == 0);
     return MatmulShape{NC, many ? R_many : 1, false};
 }
 
 bool matmul_sets_on() { return env_choice("DS4KIT_GPU_MATMUL_SETS", {"auto", "never"}) == 0; }
 
-bool matmul_set_member(int64_t n_rows, int ncols) { return ncols <= kCols && n_rows > 0 && !row_groups_for(n_rows); }
+bool matmul_set_member(int64_t n_rows, int ncols) { return ncols <= kCols && n_rows > 0 && !row_groups_for(n_rows, ncols); }
 
-bool row_groups_for(int64_t rows) {
+bool row_groups_for(int64_t rows, int ncols) {
     const int mode = env_choice("DS4KIT_GPU_ROW_GROUPS", {"auto", "always", "never"});
-    return mode == 0 ? rows >= 8192 : mode == 1;
+    // Calls of several columns from 4096 rows (wo_b): verify of widths 3-8 4-6% faster on an H100,
+    // decode of one column no faster (step 26, reports/examples/gpu-speed-h200/26-rows4096-ab.txt).
+    return mode == 0 ? rows >= (ncols > 1 ? 4096 : 8192) : mode == 1;
 }
 
 int dot_lanes(int64_t rows, int64_t n_in) {
