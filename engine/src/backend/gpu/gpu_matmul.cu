@@ -148,7 +148,7 @@ bool matmul_set_member(int64_t n_rows, int ncols) { return ncols <= kCols && n_r
 
 bool row_groups_for(int64_t rows, int ncols) {
     const int mode = env_choice("DS4KIT_GPU_ROW_GROUPS", {"auto", "always", "never"});
-    // Calls of several columns from 4096 rows (wo_b): verify of widths 3-8 4-6% faster on an H100,
+    // Calls of several columns from 4096 rows (wo_b): verify of widths 3-8 3-6% faster on an H100,
     // decode of one column no faster (step 26, reports/examples/gpu-speed-h200/26-rows4096-ab.txt).
     return mode == 0 ? rows >= (ncols > 1 ? 4096 : 8192) : mode == 1;
 }
