@@ -31,6 +31,9 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
   FP8 round trip, kv_store), rows of 64 to 1024 values, YaRN, device-word positions, a wrapping ring.
 - gpu_moe_int8.cu's plan-and-h kernel (plan_int8_sim.cpp): every output bit for bit the plan
   kernel's and the quantiser's, at 1, 8 and 32 tokens, a part-full quantiser block, a bad id.
+- gpu_dot.h's group_reduce, whose last five tree levels run on 32-lane shuffles (group_reduce_sim.cpp,
+  with sim_runtime.h's shuffle): bit for bit the tree's definition for groups of 32 to 256 lanes;
+  and ds4_matmul_kernel on a strided grid bit for bit a block per row block.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -49,7 +52,7 @@ DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7)
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
            ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 21),
            ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9), ("attention_inputs_sim.cpp", 8),
-           ("plan_int8_sim.cpp", 5)]
+           ("plan_int8_sim.cpp", 5), ("group_reduce_sim.cpp", 9)]
 
 
 @pytest.mark.parametrize("driver, cases", DRIVERS)

@@ -2,7 +2,8 @@
 // (sim_runtime.h) against the lone matmul kernel it stands in for: every matrix of a set must
 // come out bit for bit as its own launch computes it, for F32, F16 and Q8_0 rows, matrices of
 // different row counts (not multiples of a block's rows) and lane counts, 2 to 6 matrices a
-// set, and 1, 3 and 8 columns. Prints one line per case; exit status 1 if any differs.
+// set, and 1, 3 and 8 columns (one column on a strided grid of a third of the set's blocks).
+// Prints one line per case; exit status 1 if any differs.
 // tests/engine/test_gpu_kernels_host_sim.py builds and runs it.
 #include "sim_runtime.h"
 
@@ -71,7 +72,11 @@ void set_case(const std::string& name, const std::vector<Part>& parts, int64_t n
         a.part[p] = MatmulSetPart{W[p].data(), rb, rows, set[p].data(), rows, L, wide, blocks};
         blocks += nb;
     }
-    sim_launch(blocks, gy, ds4::gpu::kDotBlock,
+    a.blocks = blocks;
+    // One-column sets run a strided grid (gpu_matmul_kernels.h strided_grid): launch fewer blocks
+    // than the set has, so each walks several of them, as one wave does on a large set.
+    const unsigned gx = strided_grid(NC) ? (blocks + 2) / 3 : blocks;
+    sim_launch(gx, gy, ds4::gpu::kDotBlock,
                [&] { ds4_matmul_set_kernel<NC, T>(a, n, X.data(), n, ncols, nullptr, 1); });
     for (size_t p = 0; p < parts.size(); ++p) {
         if (std::memcmp(lone[p].data(), set[p].data(), lone[p].size() * 4) != 0) {

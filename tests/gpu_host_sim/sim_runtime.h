@@ -15,12 +15,25 @@
 struct SimDim3 {
     unsigned x = 0, y = 0, z = 0;
 };
-inline thread_local SimDim3 threadIdx, blockIdx, blockDim;
+inline thread_local SimDim3 threadIdx, blockIdx, blockDim, gridDim;
 inline std::barrier<>* g_sim_barrier = nullptr;
 inline void __syncthreads() { g_sim_barrier->arrive_and_wait(); }
 template <class T>
 inline T atomicAdd(T* p, T v) {
     return std::atomic_ref<T>(*p).fetch_add(v);
+}
+// A 32-lane shuffle for gpu_compat.h's ds4_shfl_down32 (the HIP-CPU runtime has none): every
+// thread of the block calls it together (as every lane of a warp must), writes its value, and
+// reads lane t + s's within its aligned group of 32 (its own past the group's end).
+#define DS4_GPU_SIM_SHUFFLE 1
+inline std::vector<float> g_sim_lanes;
+inline float ds4_sim_shfl_down32(float v, int s) {
+    const unsigned t = threadIdx.x;
+    g_sim_lanes[t] = v;
+    __syncthreads();
+    const float r = (t % 32) + (unsigned)s < 32 ? g_sim_lanes[t + (unsigned)s] : v;
+    __syncthreads();
+    return r;
 }
 #define __global__
 #define __device__
@@ -31,11 +44,13 @@ inline T atomicAdd(T* p, T v) {
 inline void sim_launch(unsigned gx, unsigned gy, unsigned threads, const std::function<void()>& call) {
     std::barrier<> bar((std::ptrdiff_t)threads);
     g_sim_barrier = &bar;
+    g_sim_lanes.assign(threads, 0.0f);
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t) {
         pool.emplace_back([&, t] {
             threadIdx = {t, 0, 0};
             blockDim = {threads, 1, 1};
+            gridDim = {gx, gy, 1};
             for (unsigned by = 0; by < gy; ++by) {
                 for (unsigned bx = 0; bx < gx; ++bx) {
                     blockIdx = {bx, by, 0};

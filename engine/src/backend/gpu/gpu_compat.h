@@ -9,7 +9,8 @@
 // class) compiles out.
 //
 // Wave size: nothing here or in the kernels assumes 32 or 64 lanes. Reductions go
-// through shared memory with a fixed block size (a multiple of both), so gfx1151
+// through shared memory with a fixed block size (a multiple of both), or for their last
+// levels through shuffles within aligned groups of 32 lanes (ds4_shfl_down32), so gfx1151
 // (wave32), CDNA (wave64) and NVIDIA (warp 32) reduce in the same order.
 #pragma once
 #include "core/hd.h"  // __host__ / __device__ without the ROCm headers
@@ -22,6 +23,7 @@ __device__ inline unsigned ds4_thread_x() { return threadIdx.x; }
 __device__ inline unsigned ds4_block_x() { return blockIdx.x; }
 __device__ inline unsigned ds4_block_y() { return blockIdx.y; }
 __device__ inline unsigned ds4_block_dim_x() { return blockDim.x; }
+__device__ inline unsigned ds4_grid_dim_x() { return gridDim.x; }
 __device__ inline void ds4_sync_block() { __syncthreads(); }
 #elif defined(__HIPCC__)
 // The runtime counts as present when clang pre-included its HIP wrapper (not -nogpuinc)
@@ -45,6 +47,7 @@ __device__ inline unsigned ds4_thread_x() { return threadIdx.x; }
 __device__ inline unsigned ds4_block_x() { return blockIdx.x; }
 __device__ inline unsigned ds4_block_y() { return blockIdx.y; }
 __device__ inline unsigned ds4_block_dim_x() { return blockDim.x; }
+__device__ inline unsigned ds4_grid_dim_x() { return gridDim.x; }
 __device__ inline void ds4_sync_block() { __syncthreads(); }
 #else
 // Without the headers there is no threadIdx: use clang's AMDGPU builtins.
@@ -54,6 +57,10 @@ __device__ inline unsigned ds4_block_y() { return __builtin_amdgcn_workgroup_id_
 __device__ inline unsigned ds4_block_dim_x() {
     // Workgroup size x lives in the dispatch packet (hsa_kernel_dispatch_packet_t, offset 4).
     return ((const unsigned short*)__builtin_amdgcn_dispatch_ptr())[2];
+}
+// Blocks in x: the packet's grid size in work-items (offset 12) over the workgroup's.
+__device__ inline unsigned ds4_grid_dim_x() {
+    return ((const unsigned*)__builtin_amdgcn_dispatch_ptr())[3] / ds4_block_dim_x();
 }
 // __syncthreads as HIP spells it: a workgroup barrier between release and acquire fences.
 __device__ inline void ds4_sync_block() {
@@ -68,6 +75,7 @@ __device__ inline unsigned ds4_thread_x() { return threadIdx.x; }
 __device__ inline unsigned ds4_block_x() { return blockIdx.x; }
 __device__ inline unsigned ds4_block_y() { return blockIdx.y; }
 __device__ inline unsigned ds4_block_dim_x() { return blockDim.x; }
+__device__ inline unsigned ds4_grid_dim_x() { return gridDim.x; }
 __device__ inline void ds4_sync_block() { __syncthreads(); }
 #else
 #error "gpu_compat.h is for CUDA (nvcc) or HIP (clang/hipcc) compiles only"
@@ -96,6 +104,35 @@ __device__ inline void ds4_kernel_entry() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+
+// ds4_shfl_down32(v, s): lane l + s's v within l's aligned group of 32 lanes (a warp; a half of
+// a wave64), for 0 < s < 32 and l % 32 + s < 32 (the reduction trees read no further); every
+// lane of the warp must call it. DS4_GPU_SHUFFLE32 says whether the target has it: CUDA and
+// HIP do; the HIP-CPU runtime does not (its warps are the host's SIMD width, not 32), unless a
+// host simulation (tests/gpu_host_sim/sim_runtime.h) brings its own 32-lane shuffle.
+#if defined(__HIP_CPU_RT__)
+#if defined(DS4_GPU_SIM_SHUFFLE)
+#define DS4_GPU_SHUFFLE32 1
+__device__ inline float ds4_shfl_down32(float v, int s) { return ds4_sim_shfl_down32(v, s); }
+#else
+#define DS4_GPU_SHUFFLE32 0
+#endif
+#elif defined(__CUDACC__) && !defined(__HIPCC__)
+#define DS4_GPU_SHUFFLE32 1
+__device__ inline float ds4_shfl_down32(float v, int s) { return __shfl_down_sync(0xffffffffu, v, s, 32); }
+#elif DS4_GPU_HAVE_RUNTIME
+#define DS4_GPU_SHUFFLE32 1
+__device__ inline float ds4_shfl_down32(float v, int s) { return __shfl_down(v, (unsigned)s, 32); }
+#else
+// Device-only HIP compile: what HIP's __shfl_down does, from clang's AMDGPU builtins (the lane
+// index, then a read of lane l + s's register through ds_bpermute's byte address).
+#define DS4_GPU_SHUFFLE32 1
+__device__ inline float ds4_shfl_down32(float v, int s) {
+    const int lane = (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+    const int src = (lane & 31) + s < 32 ? lane + s : lane;
+    return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src << 2, __builtin_bit_cast(int, v)));
+}
+#endif
 
 // *p += v as one atomic operation on a shared-memory int (histograms). The device-only HIP
 // compile has no atomicAdd, so clang's generic builtin there.
@@ -130,6 +167,9 @@ namespace ds4 {
 namespace gpu {
 // Whether launches carry programmatic dependent launch (gpu_launch.cu says when).
 bool pdl_launches();
+// The blocks of `kernel` (of `threads` threads) the whole GPU holds at once, from the occupancy
+// calculator; 0 where the runtime cannot say (HIP-CPU). Cached per kernel.
+unsigned resident_blocks(const void* kernel, int threads);
 }  // namespace gpu
 }  // namespace ds4
 

@@ -76,7 +76,7 @@ constexpr int kNarrowCols = 8, kWideCols = 4, kWideRows = 4;
 // Host side too: 1 if columns at x + c * ld allow load_x8's 16-byte loads; the blocks that
 // hold `rows` rows at kDotBlock / L groups of R rows a block.
 inline int dot_x_aligned(const float* x, int64_t ld) { return ((uintptr_t)x % 16 == 0 && ld % 4 == 0) ? 1 : 0; }
-inline unsigned dot_row_blocks(int64_t rows, int L, int R) {
+__host__ __device__ inline unsigned dot_row_blocks(int64_t rows, int L, int R) {
     const int64_t per = (int64_t)(kDotBlock / L) * R;
     return (unsigned)((rows + per - 1) / per);
 }
@@ -238,9 +238,32 @@ __device__ inline void group_dot(const uint8_t* const* rows, int64_t n, const La
 // The groups' partial sums added in the fixed tree (gpu_tree.h): on return out[c] holds sum c
 // (for a group of R rows and NC columns, NS = R * NC sums) in lane 0 of each group. `part` is
 // shared memory of NS * kDotBlock floats. Every thread calls it.
+// Where the target has 32-lane shuffles the tree's last five levels (16 .. 1) run on them, in
+// the tree's order, so the sums keep their bits: a group of 32 lanes (a warp, as dot_lanes gives
+// most matrices) then touches no shared memory and waits on no barrier, where the shared tree
+// took four barriers and a shared-memory round trip a level (Nsight Compute, step 26: a q_b
+// warp spent a third of its instructions outside its chunks); larger groups take their levels
+// above 16 in shared memory first.
 template <int NS>
 __device__ inline void group_reduce(const float* acc, const Lanes& ln, float* part, float* out) {
     const int t = ln.group * ln.L + ln.lane;
+#if DS4_GPU_SHUFFLE32
+    if (ln.L >= 32) {  // L is the block's, so every thread takes the same branch
+        float v[NS];
+        for (int c = 0; c < NS; ++c) v[c] = acc[c];
+        if (ln.L > 32) {
+            for (int c = 0; c < NS; ++c) part[c * kDotBlock + t] = acc[c];
+            tree_reduce_to<NS>(part, kDotBlock, ln.group * ln.L, ln.lane, ln.L, 32);
+            for (int c = 0; c < NS; ++c) v[c] = part[c * kDotBlock + t];  // lanes 0 .. 31 read the tree's
+            ds4_sync_block();  // part may be written again by the caller's next pass
+        }
+        warp_tree_reduce<NS>(v);
+        if (ln.lane == 0) {
+            for (int c = 0; c < NS; ++c) out[c] = v[c];
+        }
+        return;
+    }
+#endif
     for (int c = 0; c < NS; ++c) part[c * kDotBlock + t] = acc[c];
     tree_reduce<NS>(part, kDotBlock, ln.group * ln.L, ln.lane, ln.L);
     if (ln.lane == 0) {

@@ -49,6 +49,18 @@ bool wide_rows_for(int64_t n_rows, int L, int ncols, int64_t x_group_rows) {
     }
 }
 
+}  // namespace
+
+unsigned matmul_grid_x(const void* kernel, unsigned blocks, unsigned gy) {
+    if (env_choice("DS4KIT_GPU_MATMUL_GRID", {"auto", "full"}) == 1) return blocks;
+    const unsigned wave = resident_blocks(kernel, kDotBlock);
+    if (wave == 0) return blocks;  // the runtime cannot say (HIP-CPU): a block per row block
+    const unsigned per_column_batch = wave / gy > 0 ? wave / gy : 1;
+    return blocks < per_column_batch ? blocks : per_column_batch;
+}
+
+namespace {
+
 void launch_with(const MatmulKernels& ks, const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows,
                  int64_t tensor_rows, const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy,
                  const uint64_t* grid, int64_t x_group_rows, int64_t x_group_stride, void* s) {
@@ -57,7 +69,9 @@ void launch_with(const MatmulKernels& ks, const uint8_t* W, uint64_t row_bytes, 
     const int wide = dot_wide_at(ks.wide_alignment, W, row_bytes);
     const int x4 = dot_x_aligned(X, ldx) && dot_x_aligned(X, x_group_stride);
     const MatmulKernel k = sh.wide ? ks.wide : sh.R == 1 ? ks.rows1[batch_index(sh.NC)] : ks.rows_many[batch_index(sh.NC)];
-    const dim3 g(dot_row_blocks(n_rows, L, sh.R), (unsigned)((ncols + sh.NC - 1) / sh.NC));
+    const unsigned gy = (unsigned)((ncols + sh.NC - 1) / sh.NC);
+    const unsigned blocks = dot_row_blocks(n_rows, L, sh.R);
+    const dim3 g(!sh.wide && strided_grid(sh.NC) ? matmul_grid_x((const void*)k, blocks, gy) : blocks, gy);
     ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4,
                x_group_rows, x_group_stride);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
@@ -69,8 +83,10 @@ void launch_set(const MatmulKernels& ks, const MatmulSetJob* const* jobs, int n_
     const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n, ks.wide_alignment, dot_lanes, &blocks);
     const int NC = narrow_cols_for(ncols);
     const int x4 = dot_x_aligned(X, ldx);
-    ds4_launch(ks.set[batch_index(NC)], dim3(blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s, a, n, X,
-               ldx, ncols, grid, x4);
+    const MatmulSetKernel k = ks.set[batch_index(NC)];
+    const unsigned gy = (unsigned)((ncols + NC - 1) / NC);
+    const unsigned gx = strided_grid(NC) ? matmul_grid_x((const void*)k, blocks, gy) : blocks;
+    ds4_launch(k, dim3(gx, gy), dim3(kDotBlock), s, a, n, X, ldx, ncols, grid, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_set_kernel");
 }
 
@@ -127,7 +143,7 @@ MatmulSetArgs matmul_set_args(const MatmulSetJob* const* jobs, int n_jobs, int64
         b += dot_row_blocks(j.n_rows, L, 1);
     }
     if (b > 0x7fffffff) throw ArgumentError(DS4_GPU_WHO ": matmul set of " + std::to_string(b) + " blocks exceeds the launch grid");
-    *blocks = (unsigned)b;
+    *blocks = a.blocks = (unsigned)b;
     return a;
 }
 

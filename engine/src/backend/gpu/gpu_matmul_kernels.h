@@ -48,15 +48,30 @@ __device__ inline void matmul_block(const uint8_t* W, uint64_t row_bytes, int64_
     }
 }
 
-// Blocks (b, g): matmul_block b of the matrix.
+// Whether kernels of NC columns a pass run a strided grid (block b computes matmul_blocks b, b +
+// the grid's x, b + twice that, ...; the launcher takes one wave of blocks at most, gpu_matmul.cu
+// matmul_grid_x): the one-column kernels of decode. With more columns the loop's live values
+// spilled (nvcc sm_90, 8 columns: 136 bytes of stack against 64), so those keep a block per
+// row block.
+__host__ __device__ constexpr bool strided_grid(int NC) { return NC == 1; }
+
+// Blocks (b, g): matmul_block b of the matrix (and those after it on a strided grid).
 template <int NC, int R, uint32_t TYPE>
 __global__ void DS4_DOT_BOUNDS ds4_matmul_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows, const float* X,
                                   int64_t ldx, int ncols, float* Y, int64_t ldy, const uint64_t* grid, int L, int wide,
                                   int x4, int64_t x_group_rows, int64_t x_group_stride) {
     ds4_kernel_entry();
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
-    matmul_block<NC, R, TYPE>(W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4, x_group_rows,
-                              x_group_stride, ds4_block_x(), part);
+    if constexpr (strided_grid(NC)) {
+        const unsigned blocks = ds4::gpu::dot_row_blocks(n_rows, L, R);
+        for (unsigned b = ds4_block_x(); b < blocks; b += ds4_grid_dim_x()) {
+            matmul_block<NC, R, TYPE>(W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4, x_group_rows,
+                                      x_group_stride, b, part);
+        }
+    } else {
+        matmul_block<NC, R, TYPE>(W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4, x_group_rows,
+                                  x_group_stride, ds4_block_x(), part);
+    }
 }
 
 // Matrices of one type over the same columns in one launch (launch_matmul_set): matrix i
@@ -77,6 +92,7 @@ constexpr int kMatmulSetParts = 6;
 struct MatmulSetArgs {
     MatmulSetPart part[kMatmulSetParts];
     int n_parts;
+    unsigned blocks;  // the matrices' blocks together (a strided grid may launch fewer)
 };
 
 // The matrix of a set that block b computes (the float and the int8 set kernels).
@@ -94,10 +110,12 @@ __global__ void DS4_DOT_BOUNDS ds4_matmul_set_kernel(MatmulSetArgs a, int64_t n,
                                                      int ncols, const uint64_t* grid, int x4) {
     ds4_kernel_entry();
     __shared__ float part[NC * ds4::gpu::kDotBlock];
-    const unsigned b = ds4_block_x();
-    const MatmulSetPart q = set_part_of(a, b);
-    matmul_block<NC, 1, TYPE>(q.W, q.row_bytes, n, q.n_rows, X, ldx, ncols, q.Y, q.ldy, grid, q.L, q.wide, x4,
-                              q.n_rows, 0, b - q.first_block, part);
+    const unsigned stride = strided_grid(NC) ? ds4_grid_dim_x() : a.blocks;  // one pass: a block per row block
+    for (unsigned b = ds4_block_x(); b < a.blocks; b += stride) {
+        const MatmulSetPart q = set_part_of(a, b);
+        matmul_block<NC, 1, TYPE>(q.W, q.row_bytes, n, q.n_rows, X, ldx, ncols, q.Y, q.ldy, grid, q.L, q.wide, x4,
+                                  q.n_rows, 0, b - q.first_block, part);
+    }
 }
 
 // Every instantiation the launchers use, for one type (the files gpu_matmul_types_*.cu expand

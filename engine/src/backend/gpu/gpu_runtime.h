@@ -39,6 +39,7 @@ using ds4_gpu_graph_exec_t = hipGraphExec_t;
 #define ds4GpuErrorInvalidValue hipErrorInvalidValue
 #define ds4GpuErrorInvalidDevicePointer hipErrorInvalidDevicePointer
 #define ds4GpuErrorInvalidConfiguration hipErrorInvalidConfiguration
+#define ds4GpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #else
 #include <cuda_runtime.h>
 #define DS4_GPU_RT(fn) cuda##fn
@@ -60,6 +61,7 @@ using ds4_gpu_graph_exec_t = cudaGraphExec_t;
 #define ds4GpuErrorInvalidValue cudaErrorInvalidValue
 #define ds4GpuErrorInvalidDevicePointer cudaErrorInvalidDevicePointer
 #define ds4GpuErrorInvalidConfiguration cudaErrorInvalidConfiguration
+#define ds4GpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
 #endif
 
 // Stream capture and graph replay (step graphs, gpu_backend.cu): CUDA and HIP; the HIP-CPU test
