@@ -222,13 +222,16 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
 // acc[r * NC + c] (per lane) += the lane's share of rows[r] . x[c] for c < nc. Every row
 // pointer must be a row of the matrix (callers repeat the last row for rows past it and drop
 // their results). wide: the rows allow load_chunk_wide's loads; x4: every x[c] is 16-byte
-// aligned.
+// aligned. The fast path needs both (as every call of the real model has them) and is compiled
+// with x4 a constant: with x4 a parameter the compiler had predicated load_x8's 8 scalar loads
+// beside its 2 vector loads, issue slots spent on every chunk (8 a weight row chunk in
+// one-row groups). The other path (byte decoder, x4 as given) reads the same values.
 template <int NC, int R, uint32_t TYPE>
 __device__ inline void group_dot(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
                                  const float* const* x, int nc, bool x4, const uint64_t* grid, float* acc) {
     if constexpr (wide_alignment<TYPE>() != 0) {
-        if (wide) {
-            lane_chunks<NC, R, TYPE, true>(rows, n, ln, x, nc, x4, grid, acc);
+        if (wide && x4) {
+            lane_chunks<NC, R, TYPE, true>(rows, n, ln, x, nc, true, grid, acc);
             return;
         }
     }
