@@ -260,6 +260,26 @@ def test_gpu_fusions_change_no_bit(gpu, name, var, apart, fused, monkeypatch):
         g.session(n + 8).decode(toks[0])
 
 
+@pytest.mark.parametrize("name", ["small-q2k", "small-iq2-q4k-mxfp4-bf16"])
+def test_gpu_matmul_grid_changes_no_bit(gpu, name, monkeypatch):
+    """One-column matmuls run a strided grid (gpu_matmul_kernels.h strided_grid: a block walks row
+    blocks b, b + grid, ...; at most one wave). On these models one wave holds every row block, so
+    DS4KIT_GPU_MATMUL_GRID=few (two blocks a launch) makes every block walk many: decode, verify of
+    widths 3 and 8 and a batched prefill must equal a block per row block (=full) bit for bit. A
+    bad value is an error that names the variable."""
+    toks = _runs(name, gpu)[0]
+    n = len(toks)
+    out = {}
+    for mode in ("full", "few"):
+        monkeypatch.setenv("DS4KIT_GPU_MATMUL_GRID", mode)
+        out[mode] = decode_verify_prefill(_path(name), gpu, toks, widths=(3, 8))
+    assert_same_bits(out["full"], out["few"], "the matmul grid", name)
+    monkeypatch.setenv("DS4KIT_GPU_MATMUL_GRID", "sometimes")
+    g = _engine.Model(str(_path(name)), threads=0, backend=gpu)
+    with pytest.raises(Exception, match="DS4KIT_GPU_MATMUL_GRID is 'sometimes'"):
+        g.session(n + 8).decode(toks[0])
+
+
 # The kernel choices calls of several tokens make from the call, each with the variable that
 # forces it: (variable, the choice before 2026-12-02, the prefill blocks' choice, a bad value).
 WIDE_CALL_CHOICES = [

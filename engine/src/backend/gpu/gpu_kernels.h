@@ -71,8 +71,9 @@ bool row_groups_for(int64_t rows, int ncols = 1);
 // row blocks and gy column batches: at most one wave (resident_blocks over gy, at least one a
 // batch), each block walking row blocks b, b + grid, ... so warps go on to their next rows
 // without a block's launch, and a wave's tail is a row block, not a block of blocks.
-// DS4KIT_GPU_MATMUL_GRID=full launches a block per row block (to measure what it buys); no bit
-// depends on it (each row's arithmetic is its own).
+// DS4KIT_GPU_MATMUL_GRID=full launches a block per row block (to measure what it buys), =few two
+// blocks (tests/gpu: on small models one wave holds every row block); no bit depends on it (each
+// row's arithmetic is its own).
 unsigned matmul_grid_x(const void* kernel, unsigned blocks, unsigned gy);
 // (dot_wide<T>, whether rows allow the wide loads, is in gpu_dot.h.)
 
