@@ -47,7 +47,9 @@ void launch_matmul_set(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const
 int dot_lanes(int64_t rows, int64_t n_in);
 // The kernel shape of a matmul call (the float and the int8 kernels alike): NC columns a pass,
 // R rows a group, or the wide calls' kWideCols by kWideRows (wide). Chosen from the call, as
-// none of it changes a bit (gpu_dot.h).
+// none of it changes a bit (gpu_dot.h). One column of a matrix that takes row groups only in
+// calls of several columns (row_groups_for) runs the 2-column kernel's 2-row groups (NC = 2 for
+// a call of one column; the int8 launcher keeps one column and one row).
 struct MatmulShape {
     int NC, R;
     bool wide;

@@ -155,6 +155,13 @@ int narrow_cols_for(int ncols) { return ncols <= 2 ? ncols : ncols <= 4 ? 4 : kC
 
 MatmulShape matmul_shape(int64_t n_rows, int64_t tensor_rows, int L, int ncols, int64_t x_group_rows) {
     if (wide_rows_for(n_rows, L, ncols, x_group_rows)) return MatmulShape{kWideCols, kWideRows, true};
+    // One column of a matrix that takes row groups only in calls of several columns (auto: 4096
+    // to 8191 rows, wo_b): 2-row groups through the 2-column kernel, its second column idle (no
+    // one-column 2-row kernel is compiled). Chained decode 1.926 against 1.957 ms on an H100, the
+    // same logits hash (step 27, reports/examples/gpu-speed-h200/27-try-ab.txt).
+    if (ncols == 1 && !row_groups_for(tensor_rows, 1) && row_groups_for(tensor_rows, 2) && x_group_rows == n_rows) {
+        return MatmulShape{2, max_group_rows<2>(), false};
+    }
     const int NC = narrow_cols_for(ncols);
     // A group of R rows reads one x group, so R must divide a grouped call's x groups.
     const int R_many = NC == 1 ? max_group_rows<1>() : max_group_rows<kCols>();  // max_group_rows<NC>()

@@ -147,7 +147,7 @@ void launch_int8_with(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_
     // No row groups: with groups of 4 rows a thread the head ran on 253 blocks (run 23). Rows a
     // thread do not change a row's walk. Decode gained (2.92 -> 2.63 ms) but verify of 8 columns
     // lost (6.72 -> 8.28 ms, the lanes rule changed too): groups for ncols > 1 are still to try.
-    if (!sh.wide) sh.R = 1;
+    if (!sh.wide) sh.R = 1, sh.NC = narrow_cols_for(ncols);  // the float rule's 2-row one-column calls: one column
     const dim3 g(dot_row_blocks(n_rows, L, sh.R), (unsigned)((ncols + sh.NC - 1) / sh.NC));
     ds4_launch(int8_kernel_of(sh), g, dim3(kDotBlock), s, W, row_bytes, n_in, n_rows, x.q, x.d, ncols, Y, ldy, L,
                dot_wide_at(8, W, row_bytes), x_group_rows, x_groups);
