@@ -4,6 +4,8 @@
 # also with the temporary DS4KIT_GPU_ONE_COL_TRY=r2 (one-column calls of 4096-8191 rows, wo_b,
 # through the 2-column 2-row kernel). hash: logits-hash of H, P and P with r2; ab: the four
 # settings interleaved over REPS rounds.
+# After the run: P was not kept (27-q8ptr.diff is its change), and DS4KIT_GPU_ONE_COL_TRY, a
+# switch of that build only, is gone: matmul_shape now takes r2's shape by default.
 set -u
 OUT=${OUT:-/tmp/out}
 here=reports/examples/gpu-speed-h200
