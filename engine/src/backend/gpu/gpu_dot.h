@@ -224,8 +224,8 @@ __device__ inline void lane_chunks(const uint8_t* const* rows, int64_t n, const 
 // their results). wide: the rows allow load_chunk_wide's loads; x4: every x[c] is 16-byte
 // aligned. The fast path needs both (as every call of the real model has them) and is compiled
 // with x4 a constant: with x4 a parameter the compiler had predicated load_x8's 8 scalar loads
-// beside its 2 vector loads, issue slots spent on every chunk (8 a weight row chunk in
-// one-row groups). The other path (byte decoder, x4 as given) reads the same values.
+// beside its 2 vector loads: 8 issue slots spent on every chunk of 8 weights of a column. The
+// other path (byte decoder, x4 as given) reads the same values.
 template <int NC, int R, uint32_t TYPE>
 __device__ inline void group_dot(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
                                  const float* const* x, int nc, bool x4, const uint64_t* grid, float* acc) {

@@ -1,9 +1,9 @@
-// How kernels are launched. Programmatic dependent launch: whether ds4_launch (gpu_compat.h) asks for it. On by default
-// where it can work: CUDA, a GPU of compute capability 9.0 or later (Hopper), and kernels
-// compiled for it (their griddepcontrol.wait is compiled in only from sm_90: a library built
-// for an older architecture and run on a Hopper GPU through its PTX must not let kernels
-// overlap). DS4KIT_GPU_PDL=never turns it off (to measure what it buys). It changes no bit:
-// every kernel still starts after its producer has finished (ds4_kernel_entry).
+// How kernels are launched. Programmatic dependent launch: whether ds4_launch (gpu_compat.h)
+// asks for it. On by default where it can work: CUDA, a GPU of compute capability 9.0 or later
+// (Hopper), and kernels compiled for it (their griddepcontrol.wait is compiled in only from
+// sm_90: a library built for an older architecture and run on a Hopper GPU through its PTX must
+// not let kernels overlap). DS4KIT_GPU_PDL=never turns it off (to measure what it buys). It
+// changes no bit: every kernel still starts after its producer has finished (ds4_kernel_entry).
 // resident_blocks: how many blocks of a kernel the GPU holds at once (the strided grids of the
 // matrix kernels take at most that many).
 #include "backend/gpu/gpu_compat.h"
