@@ -33,6 +33,10 @@ int64_t int8_scales_offset(int64_t values) { return (values + 15) / 16 * 16; }
 
 int64_t int8_columns_bytes(int64_t values) { return int8_scales_offset(values) + 4 * (values / kInt8Block); }
 
+Int8ColsOut int8_columns_at(uint8_t* out, int64_t values) {
+    return Int8ColsOut{reinterpret_cast<int8_t*>(out), reinterpret_cast<float*>(out + int8_scales_offset(values))};
+}
+
 Int8Cols launch_int8_columns(const float* x, int64_t ldx, int64_t columns, int64_t groups, int64_t x_stride,
                              int64_t n, uint8_t* out, void* s) {
     if (n % kInt8Block != 0 || groups < 1) {
@@ -40,13 +44,12 @@ Int8Cols launch_int8_columns(const float* x, int64_t ldx, int64_t columns, int64
                             std::to_string(groups) + " groups: need whole blocks of 32 and a group");
     }
     const int64_t values = columns * groups * n;
-    Int8Cols c{reinterpret_cast<const int8_t*>(out), reinterpret_cast<const float*>(out + int8_scales_offset(values))};
-    if (values == 0) return c;
+    const Int8ColsOut c = int8_columns_at(out, values);
+    if (values == 0) return Int8Cols{c.q, c.d};
     ds4_launch(ds4_int8_columns_kernel, dim3((unsigned)int8_columns_blocks(values)),
-               dim3(kInt8QuantThreads), s, x, ldx, groups, x_stride, n, values, reinterpret_cast<int8_t*>(out),
-               reinterpret_cast<float*>(out + int8_scales_offset(values)));
+               dim3(kInt8QuantThreads), s, x, ldx, groups, x_stride, n, values, c.q, c.d);
     DS4_GPU_CHECK_LAUNCH("ds4_int8_columns_kernel");
-    return c;
+    return Int8Cols{c.q, c.d};
 }
 
 }  // namespace gpu

@@ -184,6 +184,13 @@ struct Int8Cols {
 // where the scales begin.
 int64_t int8_columns_bytes(int64_t values);
 int64_t int8_scales_offset(int64_t values);
+// The codes and scales of `values` values in such a buffer, for the kernels that write them
+// (launch_int8_columns, gpu_moe_int8.cu's plan-and-h launch).
+struct Int8ColsOut {
+    int8_t* q;
+    float* d;
+};
+Int8ColsOut int8_columns_at(uint8_t* out, int64_t values);
 // columns x groups columns of n values (n a multiple of 32; else ArgumentError): column
 // k = c groups + g is x + c ldx + g x_stride, quantised per 32 values into out (int8_columns_bytes
 // of columns groups n).

@@ -177,16 +177,15 @@ namespace {
 // column of n_tokens E values quantises alike, blocks of 32 never straddle two), with the plan.
 Int8Cols launch_plan_and_h(const MoeLaunch& a, void* s) {
     const int64_t values = a.n_tokens * a.E;
-    int8_t* q = reinterpret_cast<int8_t*>(a.int8);
-    float* d = reinterpret_cast<float*>(a.int8 + int8_scales_offset(values));
+    const Int8ColsOut h = int8_columns_at(a.int8, values);
     if (int8_columns_blocks(values) + 1 > 0x7fffffff) {
         throw ArgumentError(DS4_GPU_WHO ": moe plan and int8 h: " + std::to_string(values) + " values exceed the grid");
     }
     ds4_launch(ds4_moe_plan_int8_kernel, dim3((unsigned)(int8_columns_blocks(values) + 1)), dim3(kPlanThreads), s,
                a.experts, a.n_tokens * a.K, a.n_expert, a.count, a.start, a.col_of, a.tok_of, a.active, a.n_active,
-               a.K, a.fault, a.h, values, q, d);
+               a.K, a.fault, a.h, values, h.q, h.d);
     DS4_GPU_CHECK_LAUNCH("ds4_moe_plan_int8_kernel");
-    return Int8Cols{q, d};
+    return Int8Cols{h.q, h.d};
 }
 }  // namespace
 
