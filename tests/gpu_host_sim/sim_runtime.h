@@ -1,7 +1,8 @@
 // A block of GPU threads simulated with host threads, enough to run a kernel of the GPU backend
 // on the CPU: every thread of a block is a std::thread, __syncthreads a std::barrier, shared
-// memory the kernel's function-local statics (one copy, as one block's), atomics std::atomic_ref.
-// Blocks run one after another. Include it before a kernel source with -D__HIP_CPU_RT__ and
+// memory the kernel's function-local statics (one copy, as one block's), atomics std::atomic_ref,
+// gpu_compat.h's 32-lane shuffle a block-wide exchange between two barriers (so every simulated
+// kernel takes group_reduce's shuffle path, as CUDA and HIP do). Blocks run one after another. Include it before a kernel source with -D__HIP_CPU_RT__ and
 // -D__HIP_DEVICE_COMPILE__ (gpu_compat.h then takes its HIP-CPU branch and leaves the launchers
 // out). Only for kernels whose early returns are whole-block ones (a lone returning thread would
 // leave the others at a barrier, as it would on a GPU).
