@@ -68,15 +68,15 @@ bool matmul_set_member(int64_t n_rows, int ncols);
 // look at the call: tests/gpu compares always with never on models too small for the rule).
 // Another value: ArgumentError naming the variable.
 bool row_groups_for(int64_t rows, int ncols = 1);
-// The x blocks of a strided float matrix kernel's launch (ds4_matmul_kernel and the set kernel
-// where gpu_matmul_kernels.h strided_grid(NC): one column a pass) of `blocks`
-// row blocks and gy column batches: at most one wave (resident_blocks over gy, at least one a
-// batch), each block walking row blocks b, b + grid, ... so warps go on to their next rows
+// The x blocks of a float matrix kernel's launch (ds4_matmul_kernel, the set kernel) of NC columns
+// a pass, `blocks` row blocks and gy column batches: `blocks` unless the kernel strides
+// (gpu_matmul_kernels.h strided_grid(NC): one column a pass), then at most one wave
+// (resident_blocks over gy, at least one a batch), each block walking row blocks b, b + grid, ... so warps go on to their next rows
 // without a block's launch, and a wave's tail is a row block, not a block of blocks.
 // DS4KIT_GPU_MATMUL_GRID=full launches a block per row block (to measure what it buys), =few two
 // blocks (tests/gpu: on small models one wave holds every row block); no bit depends on it (each
 // row's arithmetic is its own).
-unsigned matmul_grid_x(const void* kernel, unsigned blocks, unsigned gy);
+unsigned matmul_grid_x(const void* kernel, int NC, unsigned blocks, unsigned gy);
 // (dot_wide<T>, whether rows allow the wide loads, is in gpu_dot.h.)
 
 // ---- gpu_layout.cu ----

@@ -51,7 +51,8 @@ bool wide_rows_for(int64_t n_rows, int L, int ncols, int64_t x_group_rows) {
 
 }  // namespace
 
-unsigned matmul_grid_x(const void* kernel, unsigned blocks, unsigned gy) {
+unsigned matmul_grid_x(const void* kernel, int NC, unsigned blocks, unsigned gy) {
+    if (!strided_grid(NC)) return blocks;  // the kernel computes its own block only
     switch (env_choice("DS4KIT_GPU_MATMUL_GRID", {"auto", "full", "few"})) {
         case 1: return blocks;
         case 2: return blocks < 2 ? blocks : 2;  // every block walks many row blocks (tests)
@@ -75,7 +76,7 @@ void launch_with(const MatmulKernels& ks, const uint8_t* W, uint64_t row_bytes, 
     const MatmulKernel k = sh.wide ? ks.wide : sh.R == 1 ? ks.rows1[batch_index(sh.NC)] : ks.rows_many[batch_index(sh.NC)];
     const unsigned gy = (unsigned)((ncols + sh.NC - 1) / sh.NC);
     const unsigned blocks = dot_row_blocks(n_rows, L, sh.R);
-    const dim3 g(!sh.wide && strided_grid(sh.NC) ? matmul_grid_x((const void*)k, blocks, gy) : blocks, gy);
+    const dim3 g(matmul_grid_x((const void*)k, sh.NC, blocks, gy), gy);
     ds4_launch(k, g, dim3(kDotBlock), s, W, row_bytes, n, n_rows, X, ldx, ncols, Y, ldy, grid, L, wide, x4,
                x_group_rows, x_group_stride);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_kernel");
@@ -83,14 +84,13 @@ void launch_with(const MatmulKernels& ks, const uint8_t* W, uint64_t row_bytes, 
 
 void launch_set(const MatmulKernels& ks, const MatmulSetJob* const* jobs, int n_jobs, int64_t n, const float* X,
                 int64_t ldx, int ncols, const uint64_t* grid, void* s) {
-    unsigned blocks = 0;
-    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n, ks.wide_alignment, dot_lanes, &blocks);
+    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n, ks.wide_alignment, dot_lanes);
     const int NC = narrow_cols_for(ncols);
     const int x4 = dot_x_aligned(X, ldx);
     const MatmulSetKernel k = ks.set[batch_index(NC)];
     const unsigned gy = (unsigned)((ncols + NC - 1) / NC);
-    const unsigned gx = strided_grid(NC) ? matmul_grid_x((const void*)k, blocks, gy) : blocks;
-    ds4_launch(k, dim3(gx, gy), dim3(kDotBlock), s, a, n, X, ldx, ncols, grid, x4);
+    const dim3 g(matmul_grid_x((const void*)k, NC, a.blocks, gy), gy);
+    ds4_launch(k, g, dim3(kDotBlock), s, a, n, X, ldx, ncols, grid, x4);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_set_kernel");
 }
 
@@ -135,7 +135,7 @@ void for_each_matmul_set(const MatmulSetJob* jobs, int n_jobs, int ncols,
 }
 
 MatmulSetArgs matmul_set_args(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, uint64_t wide_alignment,
-                              int (*lanes)(int64_t rows, int64_t n_in), unsigned* blocks) {
+                              int (*lanes)(int64_t rows, int64_t n_in)) {
     MatmulSetArgs a{};
     a.n_parts = n_jobs;
     int64_t b = 0;
@@ -147,7 +147,7 @@ MatmulSetArgs matmul_set_args(const MatmulSetJob* const* jobs, int n_jobs, int64
         b += dot_row_blocks(j.n_rows, L, 1);
     }
     if (b > 0x7fffffff) throw ArgumentError(DS4_GPU_WHO ": matmul set of " + std::to_string(b) + " blocks exceeds the launch grid");
-    *blocks = a.blocks = (unsigned)b;
+    a.blocks = (unsigned)b;
     return a;
 }
 

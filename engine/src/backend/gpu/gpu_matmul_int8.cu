@@ -156,10 +156,9 @@ void launch_int8_with(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_
 
 void launch_int8_set(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, const Int8Cols& x, int ncols,
                      void* s) {
-    unsigned blocks = 0;
-    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n_in, 8, int8_q8_lanes, &blocks);
+    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n_in, 8, int8_q8_lanes);
     const int NC = narrow_cols_for(ncols);
-    ds4_launch(int8_set_kernel_of(NC), dim3(blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s, a, n_in,
+    ds4_launch(int8_set_kernel_of(NC), dim3(a.blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s, a, n_in,
                x.q, x.d, ncols);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_set_int8_kernel");
 }

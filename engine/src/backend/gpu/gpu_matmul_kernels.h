@@ -151,9 +151,9 @@ void for_each_matmul_set(const MatmulSetJob* jobs, int n_jobs, int ncols,
 
 // The set kernels' arguments (float and int8, gpu_matmul.cu): matrix i of jobs with
 // lanes(rows, n_in) lanes, word loads where its rows allow wide_alignment, its blocks after
-// those of the matrices before it; *blocks: the launch's (ArgumentError past a grid's).
+// those of the matrices before it; .blocks: all of them (ArgumentError past a grid's).
 MatmulSetArgs matmul_set_args(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, uint64_t wide_alignment,
-                              int (*lanes)(int64_t rows, int64_t n_in), unsigned* blocks);
+                              int (*lanes)(int64_t rows, int64_t n_in));
 
 using MatmulKernel = void (*)(const uint8_t*, uint64_t, int64_t, int64_t, const float*, int64_t, int, float*, int64_t,
                               const uint64_t*, int, int, int, int64_t, int64_t);
