@@ -5,8 +5,9 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
   several tokens a launch);
 - gpu_top_k.cu (top_k_sim.cpp): Backend::row_top_k against a stable sort (rows of 1 to 129280
   values, ties, NaN, -0/+0, infinities, k up to 64);
-- gpu_hc.cu's collapse-and-norm kernel (hc_norm_sim.cpp): bit for bit the two kernels it
-  replaces (hc_collapse, then rms_norm), rows of 300 to 8192 values, 1 to 16 streams;
+- gpu_hc.cu's collapse kernels and gpu_norm.cu's rms_norm (hc_norm_sim.cpp): hc_collapse,
+  hc_collapse then rms_norm, and the collapse-and-norm kernel bit for bit a serial statement of
+  the mix sums, the collapse and the norm's tree, rows of 300 to 8192 values, 1 to 16 streams;
 - gpu_ops.cu's route and gpu_moe.cu's plan (route_plan_sim.cpp): the experts and weights
   against the CPU backend's formula (biased with ties, hashed, a token outside the hash table),
   the grouping by expert against a stable sort (1 to 400 tokens, up to 2048 experts, an id out
@@ -48,7 +49,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "tests" / "gpu_host_sim"
 # Each driver and the cases it prints "ok" for.
-DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 7), ("route_plan_sim.cpp", 10),
+DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 8), ("route_plan_sim.cpp", 10),
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
            ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 21),
            ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9), ("attention_inputs_sim.cpp", 8),

@@ -22,9 +22,10 @@
 #include <stdint.h>
 
 namespace {
-[[maybe_unused]] constexpr int kThreads = 64;  // the launchers' block size (unused in the device pass)
+constexpr int kThreads = 64;  // the launchers' block size
 constexpr int64_t kSlice = 256;                 // elements of E a block collapses
 constexpr int kMaxHc = 16;
+static_assert(kThreads >= kMaxHc && kSlice % kThreads == 0, "hc_collapse: a thread per stream, whole slices");
 constexpr int kMaxSplit = 2 * kMaxHc + kMaxHc * kMaxHc;
 // Values a thread of hc_collapse_norm holds: rows of up to kNormThreads times this (8192).
 constexpr int kCollapseNormPerThread = 16;
@@ -105,11 +106,6 @@ __device__ inline float collapse_value(const double* w, const float* Xt, int64_t
     return (float)acc;
 }
 
-// out[i] for i in slice y of [0, E).
-__device__ void collapse(const double* w, const float* Xt, int64_t n_hc, int64_t E, float* out) {
-    const int64_t s = ds4_block_y(), end = (s + 1) * kSlice < E ? (s + 1) * kSlice : E;
-    for (int64_t i = s * kSlice + ds4_thread_x(); i < end; i += ds4_block_dim_x()) out[i] = collapse_value(w, Xt, n_hc, E, i);
-}
 }  // namespace
 
 // Block (slice s, token t): part[(t * n_mix + r) * S + s] = fn.row(r) . X_t over the slice (the
@@ -127,6 +123,22 @@ __global__ void ds4_hc_mix_partial_kernel(const uint8_t* fn, uint64_t row_bytes,
     const int64_t e0 = s * kMixSlice + (int64_t)lane * ds4::gpu::kChunk;
     const bool live = e0 < F;
     const int len = !live ? 0 : F - e0 < ds4::gpu::kChunk ? (int)(F - e0) : ds4::gpu::kChunk;
+    // A pass's weight chunks, loaded for the first pass before x: the loads of the layer's fn
+    // then wait under x's rather than after the slice's sum of squares and its barriers.
+    float w[kMixRowsPerThread][ds4::gpu::kChunk], d[kMixRowsPerThread];
+    auto load_pass = [&](int64_t r0) {
+#pragma unroll
+        for (int i = 0; i < kMixRowsPerThread; ++i) {
+            const int64_t r = r0 + rg * kMixRowsPerThread + i;
+            for (int j = 0; j < ds4::gpu::kChunk; ++j) w[i][j] = 0.0f;
+            d[i] = 0.0f;
+            if (live && r < n_mix) {
+                d[i] = ds4::gpu::load_chunk_wide<TYPE>(fn + r * row_bytes, e0 / ds4::gpu::kChunk, F, grid, w[i],
+                                                       wide != 0);
+            }
+        }
+    };
+    load_pass(0);
     float xv[ds4::gpu::kChunk];
     const float* x = X + tok * F + (live ? e0 : 0);
     ds4::gpu::load_x8(x, len, x4 != 0 && len == ds4::gpu::kChunk, xv);
@@ -136,16 +148,12 @@ __global__ void ds4_hc_mix_partial_kernel(const uint8_t* fn, uint64_t row_bytes,
     ds4::gpu::tree_reduce<1>(ss_sums, 0, rg * kMixLanes, lane, kMixLanes);
     if (t == 0) part_ss[tok * S + s] = ss_sums[0];
     for (int64_t r0 = 0; r0 < n_mix; r0 += kMixRowsPerPass) {
+        if (r0 > 0) load_pass(r0);
         float v[kMixRowsPerThread];
 #pragma unroll
         for (int i = 0; i < kMixRowsPerThread; ++i) {
             const int64_t r = r0 + rg * kMixRowsPerThread + i;
-            float w[ds4::gpu::kChunk] = {};
-            float d = 0.0f;
-            if (live && r < n_mix) {
-                d = ds4::gpu::load_chunk_wide<TYPE>(fn + r * row_bytes, e0 / ds4::gpu::kChunk, F, grid, w, wide != 0);
-            }
-            v[i] = live && r < n_mix ? d * ds4::gpu::chunk_dot(w, xv, len) : 0.0f;
+            v[i] = live && r < n_mix ? d[i] * ds4::gpu::chunk_dot(w[i], xv, len) : 0.0f;
         }
         for (int i = 0; i < kMixRowsPerThread; ++i) sums[i * kMixThreads + t] = v[i];
         ds4::gpu::tree_reduce<kMixRowsPerThread>(sums, kMixThreads, rg * kMixLanes, lane, kMixLanes);
@@ -187,28 +195,77 @@ __device__ inline float mix_value(const float* part, const double* part_ss, int6
 }  // namespace
 
 namespace {
-// w[h] for h < n_hc from token t's first n_hc mix values, by the block's threads; ends with a
-// barrier. w: shared memory.
+// Slices of the mix's partial sums collapse_weights stages in shared memory a round.
+constexpr int kWeightStage = 64;
+struct WeightStage {
+    float p[kMaxHc * kWeightStage];  // row h's slices s0.. at p[h * kWeightStage ..]
+    double q[kWeightStage];          // the slices' sums of squares
+};
+
+// w[h] for h < n_hc from token t's first n_hc mix values: mix_value's sums (each row's slices
+// added in order by thread h), with the slices' loads spread over the whole block into shared
+// memory, kWeightStage slices a round: one round of loads for the model's 64 slices, where
+// four threads loading their rows' slices themselves had waited on four rounds in turn.
+// Ends with a barrier. w, st: shared memory.
 __device__ void collapse_weights(const float* part, const double* part_ss, int64_t t, int64_t S, int64_t n_mix,
                                  double rms_eps, int64_t n_hc, int64_t E, const float* scale, const float* base,
-                                 double hc_eps, double* w) {
-    for (int64_t h = ds4_thread_x(); h < n_hc; h += ds4_block_dim_x()) {
-        const float m = mix_value(part, part_ss, t, S, n_mix, h, n_hc * E, rms_eps);
-        w[h] = ds4::gpu::sigmoid((double)scale[0] * m + base[h]) + hc_eps;
+                                 double hc_eps, double* w, WeightStage* st) {
+    const int j = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
+    const float* p = part + t * n_mix * S;  // row h of the token: p[h * S + s]
+    const double* q = part_ss + t * S;
+    double dot = 0.0, ss = 0.0;  // thread h < n_hc: row h's sums so far
+    for (int64_t s0 = 0; s0 < S; s0 += kWeightStage) {
+        const int64_t ns = S - s0 < kWeightStage ? S - s0 : kWeightStage;
+        for (int64_t k = j; k < n_hc * ns; k += T) st->p[(k / ns) * kWeightStage + k % ns] = p[(k / ns) * S + s0 + k % ns];
+        for (int64_t u = j; u < ns; u += T) st->q[u] = q[s0 + u];
+        ds4_sync_block();
+        if (j < n_hc) {
+            for (int64_t u = 0; u < ns; ++u) dot += (double)st->p[j * kWeightStage + u], ss += st->q[u];
+        }
+        ds4_sync_block();  // the next round writes the stage again
+    }
+    if (j < n_hc) {
+        const float m = (float)(dot * (1.0 / ds4::num::sqrt_f64(ss / (double)(n_hc * E) + rms_eps)));
+        w[j] = ds4::gpu::sigmoid((double)scale[0] * m + base[j]) + hc_eps;
     }
     ds4_sync_block();
 }
 }  // namespace
 
 // Blocks (token, slice of E): the weights from the first n_hc mix values, then the collapse.
+// A thread's values of the first kEarlyHc streams are loaded before the weights are computed,
+// so those loads wait under the weights' (DS4 has 4 streams; any more load after).
 extern "C" __global__ void ds4_hc_collapse_kernel(const float* part, const double* part_ss, int64_t S, int64_t n_mix,
                                                   double rms_eps, const float* X, int64_t n_hc, int64_t E,
                                                   const float* scale, const float* base, double hc_eps, float* out) {
     ds4_kernel_entry();
+    constexpr int kEarlyHc = 4, kPer = kSlice / kThreads;
     __shared__ double w[kMaxHc];
-    const int64_t t = ds4_block_x();
-    collapse_weights(part, part_ss, t, S, n_mix, rms_eps, n_hc, E, scale, base, hc_eps, w);
-    collapse(w, X + t * n_hc * E, n_hc, E, out + t * E);
+    __shared__ WeightStage st;
+    const int64_t t = ds4_block_x(), i0 = (int64_t)ds4_block_y() * kSlice + ds4_thread_x();
+    const float* Xt = X + t * n_hc * E;
+    float xv[kEarlyHc][kPer];
+#pragma unroll
+    for (int h = 0; h < kEarlyHc; ++h) {
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+            const int64_t i = i0 + (int64_t)k * kThreads;
+            xv[h][k] = h < n_hc && i < E ? Xt[h * E + i] : 0.0f;
+        }
+    }
+    collapse_weights(part, part_ss, t, S, n_mix, rms_eps, n_hc, E, scale, base, hc_eps, w, &st);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+        const int64_t i = i0 + (int64_t)k * kThreads;
+        if (i >= E) continue;
+        double acc = 0.0;  // collapse_value's sum: in h order in double, rounded once
+#pragma unroll
+        for (int h = 0; h < kEarlyHc; ++h) {
+            if (h < n_hc) acc += w[h] * (double)xv[h][k];
+        }
+        for (int64_t h = kEarlyHc; h < n_hc; ++h) acc += w[h] * (double)Xt[h * E + i];
+        out[t * E + i] = (float)acc;
+    }
 }
 
 // Block t, kNormThreads threads: the collapse of hc_collapse_kernel, then rms_norm_kernel's
@@ -223,6 +280,7 @@ extern "C" __global__ void DS4_NORM_BOUNDS ds4_hc_collapse_norm_kernel(const flo
     ds4_kernel_entry();
     constexpr int T = ds4::gpu::kNormThreads, P = kCollapseNormPerThread;
     __shared__ double w[kMaxHc];
+    __shared__ WeightStage st;
     __shared__ double norm_part[T];
     __shared__ double norm_scale;
     const int j = (int)ds4_thread_x();
@@ -230,7 +288,7 @@ extern "C" __global__ void DS4_NORM_BOUNDS ds4_hc_collapse_norm_kernel(const flo
     float wv[P];  // the norm's weights first: their loads wait under the mix's
 #pragma unroll
     for (int k = 0; k < P; ++k) wv[k] = j + (int64_t)k * T < E ? nw[j + (int64_t)k * T] : 0.0f;
-    collapse_weights(part, part_ss, t, S, n_mix, rms_eps, n_hc, E, scale, base, hc_eps, w);
+    collapse_weights(part, part_ss, t, S, n_mix, rms_eps, n_hc, E, scale, base, hc_eps, w, &st);
     const float* Xt = X + t * n_hc * E;
     float v[P] = {};
     double ss = 0.0;
