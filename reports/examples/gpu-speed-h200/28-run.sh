@@ -7,6 +7,11 @@
 # back, build/gpu-h): sbuild, sbase keep them in build/vS, build/vH; shash: logits-hash of both
 # on the small model and the speed file (the change claims no bit moves); sab: H and S
 # interleaved over REPS rounds.
+# Third experiment: 28-run.sh tbuild tbase thash tab seam speed: T, this tree (attention_inputs
+# loads its row, weights and position first and computes the RoPE angles before the norm; the
+# attention combine loads four chunks' sums at once, before the angles; route keeps each
+# logit's score for the chosen weights) against S (28-attn-route.diff taken back, build/gpu-s).
+# Not kept: no change in decode (1.817-1.824 ms against 1.814-1.826); seam: its tests with T.
 # First experiment (not kept: its diffs 28-bounds.diff, 28-moe-bounds.diff; applied by hand
 # before the stages build lonly base hash ab ran): three builds: M, this tree (one-column matrix kernels capped for three blocks an SM: the
 # matmuls, sets and the int8 experts); L, the cap on the matmuls and sets only (28-moe-bounds.diff
@@ -29,6 +34,31 @@ for stage in "$@"; do
   case $stage in
     build) keep $PWD/build/vM ;;
     sbuild) keep $PWD/build/vS ;;
+    tbuild) keep $PWD/build/vT ;;
+    tbase) patch -s -R -p1 <"$here/28-attn-route.diff" || exit 4
+           DS4KIT_BUILD_DIR=build/gpu-s source scripts/gpu-build "$OUT/build-s.log" || exit 3
+           keep $PWD/build/vS
+           patch -s -p1 <"$here/28-attn-route.diff" || exit 4
+           cp $PWD/build/vT/ds4kit/_engine*.so ds4kit/ ;;
+    thash) speed_model=$(bash scripts/gpu-speed-model /tmp/synth)
+           [ -f "$small" ] || "$PY" -m ds4kit model synth "$small" --preset medium --types attn=Q8_0 --types output=Q8_0 \
+             --no-progress --out /tmp/small-synth >/dev/null 2>&1
+           { for m in "$small" "$speed_model"; do
+               tok=200; [ "$m" = "$speed_model" ] && tok=60
+               for v in S T; do
+                 echo "$v $(basename "$m"): $(PYTHONPATH=$PWD/build/v$v:$PYTHONPATH "$PY" scripts/logits-hash "$m" --backend cuda --tokens $tok 2>&1 | tail -1)"
+               done
+             done; } >"$OUT/28-attn-route-hash.txt" 2>&1
+           cat "$OUT/28-attn-route-hash.txt" ;;
+    tab) rm -rf /tmp/ab
+         REPS=${REPS:-3} PY=$PY timeout ${AB_TIMEOUT:-420} bash scripts/gpu-env-ab /tmp/ab "PYTHONPATH=$PWD/build/vS:$PYTHONPATH" \
+           "PYTHONPATH=$PWD/build/vT:$PYTHONPATH" >/dev/null 2>&1
+         { sed "s|$PYTHONPATH|...|g" /tmp/ab/env-ab.txt; for f in /tmp/ab/env-ab-*.txt; do echo "==> $(basename "$f")"; cat "$f"; done; } \
+           >"$OUT/28-attn-route-ab.txt"
+         grep -E "==|round" "$OUT/28-attn-route-ab.txt" | sed 's/prefill.*decode_greedy)/chained/' | grep -v counters | head -20 ;;
+    seam) DS4KIT_GPU_REPORT_DIR=/tmp/seam timeout 300 "$PY" -m pytest -q tests/gpu/test_gpu_seam.py \
+            "tests/gpu/test_gpu_forward.py::test_gpu_fusions_change_no_bit" >"$OUT/28-tests-seam.txt" 2>&1
+          tail -5 "$OUT/28-tests-seam.txt" ;;
     sbase) patch -s -R -p1 <"$here/28-small-kernels.diff" || exit 4
            DS4KIT_BUILD_DIR=build/gpu-h source scripts/gpu-build "$OUT/build-h.log" || exit 3
            keep $PWD/build/vH
