@@ -168,6 +168,13 @@ __global__ void ds4_hc_mix_partial_kernel(const uint8_t* fn, uint64_t row_bytes,
 }
 
 namespace {
+// A mix value from its row's slice dots and the slices' sums of squares, each added in slice
+// order: the dot with X scaled by 1 / X's RMS over its F inputs (the split's mix_value and the
+// collapse's weights, which must agree bit for bit).
+__device__ inline float mix_from_sums(double dot, double ss, int64_t F, double rms_eps) {
+    return (float)(dot * (1.0 / ds4::num::sqrt_f64(ss / (double)F + rms_eps)));
+}
+
 // Mix value r of token tok from hc_mix_partial's S slices, the slices added in order (a row's
 // slices are consecutive, and the unrolled loop keeps their loads in flight together).
 __device__ inline float mix_value(const float* part, const double* part_ss, int64_t tok, int64_t S, int64_t n_mix,
@@ -190,7 +197,7 @@ __device__ inline float mix_value(const float* part, const double* part_ss, int6
             if (s0 + u < S) dot += (double)pv[u], ss += qv[u];
         }
     }
-    return (float)(dot * (1.0 / ds4::num::sqrt_f64(ss / (double)F + rms_eps)));
+    return mix_from_sums(dot, ss, F, rms_eps);
 }
 }  // namespace
 
@@ -225,7 +232,7 @@ __device__ void collapse_weights(const float* part, const double* part_ss, int64
         ds4_sync_block();  // the next round writes the stage again
     }
     if (j < n_hc) {
-        const float m = (float)(dot * (1.0 / ds4::num::sqrt_f64(ss / (double)(n_hc * E) + rms_eps)));
+        const float m = mix_from_sums(dot, ss, n_hc * E, rms_eps);
         w[j] = ds4::gpu::sigmoid((double)scale[0] * m + base[j]) + hc_eps;
     }
     ds4_sync_block();
