@@ -3,7 +3,8 @@
 // collapse-and-norm kernel (GpuBackend::hc_pre_norm's fused form) must be bit for bit the same,
 // for a row of the real model's width, rows shorter and longer than a block's threads and not a
 // multiple of them (rms_norm's rows held in registers and its loop beyond 4096), 1 to 16 streams,
-// more slices than the collapse stages a round, several tokens a launch, and extreme values
+// more slices than the collapse stages a round, mix sums whose bits depend on the slices' order,
+// several tokens a launch, and extreme values
 // (a row of zeros: the norm's eps alone). Prints one line per case; exit status 1 if any
 // differs. tests/engine/test_gpu_kernels_host_sim.py builds and runs it.
 #include "sim_runtime.h"
@@ -79,7 +80,24 @@ bool same_bits(const std::string& name, const char* what, const std::vector<floa
     return true;
 }
 
-void collapse_norm_case(const std::string& name, int64_t n_tokens, int64_t n_hc, int64_t E, double x_scale) {
+// Mix sums whose float value depends on the order the slices are added in (random slices' sums
+// are exact in double, so they could not tell): each stream row's slices are 1, 2^-53, 2^-53,
+// 2^-24, then zeros, and the slices' squares sum to F with eps 0, so the scale is exactly 1.
+// In slice order the double sum rounds to 1 + 2^-24, a float tie that rounds to 1; from the
+// last slice back it is 1 + 2^-24 + 2^-52, which rounds up to 1 + 2^-23.
+void order_sensitive_mix(std::vector<float>& part, std::vector<double>& part_ss, int64_t n_tokens, int64_t n_hc,
+                         int64_t n_mix, int64_t S, int64_t F) {
+    const float first[4] = {1.0f, std::ldexp(1.0f, -53), std::ldexp(1.0f, -53), std::ldexp(1.0f, -24)};
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t h = 0; h < n_hc; ++h) {
+            for (int64_t s = 0; s < S; ++s) part[(size_t)((t * n_mix + h) * S + s)] = s < 4 ? first[s] : 0.0f;
+        }
+        for (int64_t s = 0; s < S; ++s) part_ss[(size_t)(t * S + s)] = s == 0 ? (double)F : 0.0;
+    }
+}
+
+void collapse_norm_case(const std::string& name, int64_t n_tokens, int64_t n_hc, int64_t E, double x_scale,
+                        bool order_sensitive = false) {
     std::mt19937_64 rng(std::hash<std::string>()(name));
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const int64_t F = n_hc * E, S = (F + kMixSlice - 1) / kMixSlice, n_mix = 2 * n_hc + n_hc * n_hc;
@@ -91,7 +109,8 @@ void collapse_norm_case(const std::string& name, int64_t n_tokens, int64_t n_hc,
     for (float& v : nw) v = 1.0f + 0.1f * nd(rng);
     std::vector<float> scale = {0.7f, 0.3f, 0.2f}, base((size_t)n_mix);
     for (float& v : base) v = 0.1f * nd(rng);
-    const double rms_eps = 1e-6, hc_eps = 1e-6;
+    const double rms_eps = order_sensitive ? 0.0 : 1e-6, hc_eps = 1e-6;
+    if (order_sensitive) order_sensitive_mix(part, part_ss, n_tokens, n_hc, n_mix, S, F);
 
     std::vector<float> collapsed;
     const std::vector<float> want = serial_collapse_norm(X, part, part_ss, n_tokens, n_hc, E, S, n_mix, scale, base,
@@ -123,6 +142,7 @@ int main() {
     collapse_norm_case("row not a multiple of the block (1000), 16 streams", 1, 16, 1000, 1.0);
     collapse_norm_case("widest row the kernel holds (8192), 2 streams", 1, 2, 8192, 1.0);
     collapse_norm_case("16 streams of 4096 (256 slices: four staged rounds)", 2, 16, 4096, 1.0);
+    collapse_norm_case("mix sums that depend on the slices' order", 1, 4, 4096, 1.0, true);
     collapse_norm_case("large values (1e18)", 1, 4, 640, 1e18);
     collapse_norm_case("a row of zeros", 1, 4, 512, 0.0);
     std::printf("%d failure(s)\n", failures);
