@@ -84,7 +84,8 @@ for stage in "$@"; do
              "$PY" scripts/gpu-decode-profile "$model" --prompt 8 --tokens 2 --no-verify --no-profile \
              >"$OUT/29-ncu-src-$k.csv" 2>&1
            echo "$k: $(wc -l <"$OUT/29-ncu-src-$k.csv") lines"
-         done ;;
+         done
+         "$PY" scripts/ncu-stalls "$OUT"/29-ncu-src-gate_up.csv "$OUT"/29-ncu-src-down.csv >"$OUT/29-ncu-src.txt" ;;
     prefetch) bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/29-prefetch.diff "$OUT/prefetch" hash ab || exit 5
           cp "$OUT/prefetch/hash.txt" "$OUT/29-prefetch-hash.txt"; cp "$OUT/prefetch/ab.txt" "$OUT/29-prefetch-ab.txt" ;;
     speed) timeout 200 "$PY" scripts/gpu-decode-profile "$(bash scripts/gpu-speed-model /tmp/synth)" --no-profile \
