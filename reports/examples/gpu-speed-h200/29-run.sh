@@ -25,8 +25,11 @@
 # layer of the first decoded token), for the next walk's design.
 # prefetch: 29-prefetch.diff (the one-column matmuls and sets ask the L2 for their first row
 # block before the entry's wait, and for the next row block of their strided walk while one
-# computes) against the code before it: scripts/gpu-diff-ab hash ab. Not run at step 29 (no
-# device time left): apply the diff first (git apply), then this stage.
+# computes) against the code before it, and with 29-expert-prefetch.diff on top (the routed int8
+# experts on a strided grid in decode only, up to 8 slots, each block asking the L2 for its next
+# row block while one computes; the shared expert's kernels ask for their rows before the wait):
+# scripts/gpu-diff-ab hash ab with VARIANTS. Not run at step 29 (no device time left): apply
+# 29-prefetch.diff first (git apply), then this stage.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -86,7 +89,8 @@ for stage in "$@"; do
            echo "$k: $(wc -l <"$OUT/29-ncu-src-$k.csv") lines"
          done
          "$PY" scripts/ncu-stalls "$OUT"/29-ncu-src-gate_up.csv "$OUT"/29-ncu-src-down.csv >"$OUT/29-ncu-src.txt" ;;
-    prefetch) bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/29-prefetch.diff "$OUT/prefetch" hash ab || exit 5
+    prefetch) VARIANTS=reports/examples/gpu-speed-h200/29-expert-prefetch.diff \
+                bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/29-prefetch.diff "$OUT/prefetch" hash ab || exit 5
           cp "$OUT/prefetch/hash.txt" "$OUT/29-prefetch-hash.txt"; cp "$OUT/prefetch/ab.txt" "$OUT/29-prefetch-ab.txt" ;;
     speed) timeout 200 "$PY" scripts/gpu-decode-profile "$(bash scripts/gpu-speed-model /tmp/synth)" --no-profile \
              >"$OUT/29-speed.txt" 2>&1; cat "$OUT/29-speed.txt" ;;
