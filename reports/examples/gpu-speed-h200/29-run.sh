@@ -39,6 +39,25 @@ case " $* " in  # the stages that run this tree's in-place build
 esac
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$OUT/29-device.txt" 2>&1
 moe='regex:ds4_moe_(gate_up|down)_int8_kernel'
+# diff_and_settings NAME DIFF LIMIT SETTING...: scripts/gpu-diff-ab's builds and hashes of DIFF
+# (29-NAME-hash.txt), then those builds timed under each SETTING ("before" or "after", then
+# VAR=value ...) interleaved over REPS rounds within LIMIT (or AB_TIMEOUT) seconds (29-NAME-ab.txt).
+diff_and_settings() {
+  local name=$1 diff=$2 limit=$3 s build settings=()
+  shift 3
+  bash scripts/gpu-diff-ab "$diff" "$OUT/$name" hash || exit 5
+  cp "$OUT/$name/hash.txt" "$OUT/29-$name-hash.txt"
+  export PYTHONPATH="/tmp/ds4kit-site${PYTHONPATH:+:$PYTHONPATH}"  # gpu-diff-ab installed the wheels there
+  for s in "$@"; do
+    build=${s%% *}
+    settings+=("PYTHONPATH=$PWD/build/v-$build:$PYTHONPATH${s#"$build"}")
+  done
+  rm -rf /tmp/ab
+  REPS=${REPS:-3} PY=$PY timeout "${AB_TIMEOUT:-$limit}" bash scripts/gpu-env-ab /tmp/ab "${settings[@]}" >/dev/null 2>&1
+  { sed -e "s|PYTHONPATH=$PWD/build/v-\([a-z]*\):[^ ]*|\1|" /tmp/ab/env-ab.txt; for f in /tmp/ab/env-ab-*.txt; do
+      echo "==> $(basename "$f")"; cat "$f"; done; } >"$OUT/29-$name-ab.txt"
+  grep -v counters "$OUT/29-$name-ab.txt" | head -$((1 + 7 * $#))
+}
 for stage in "$@"; do
   t0=$(date +%s)
   case $stage in
@@ -54,29 +73,10 @@ for stage in "$@"; do
            "$OUT/29-ncu-moe.txt" | head -120 ;;
     side) cat reports/examples/gpu-speed-h200/29-side-streams.diff reports/examples/gpu-speed-h200/29-expert-grid.diff \
             >/tmp/29-both.diff
-          bash scripts/gpu-diff-ab /tmp/29-both.diff "$OUT/side" hash || exit 5
-          cp "$OUT/side/hash.txt" "$OUT/29-side-hash.txt"
-          export PYTHONPATH="/tmp/ds4kit-site${PYTHONPATH:+:$PYTHONPATH}"  # gpu-diff-ab installed the wheels there
-          rm -rf /tmp/ab
-          REPS=${REPS:-3} PY=$PY timeout ${AB_TIMEOUT:-420} bash scripts/gpu-env-ab /tmp/ab \
-            "PYTHONPATH=$PWD/build/v-before:$PYTHONPATH" \
-            "PYTHONPATH=$PWD/build/v-after:$PYTHONPATH DS4KIT_GPU_SIDE_STREAM=1" \
-            "PYTHONPATH=$PWD/build/v-after:$PYTHONPATH DS4KIT_GPU_SIDE_STREAM=shared" \
-            "PYTHONPATH=$PWD/build/v-after:$PYTHONPATH" >/dev/null 2>&1
-          { sed -e "s|PYTHONPATH=$PWD/build/v-\([a-z]*\):[^ ]*|\1|" /tmp/ab/env-ab.txt; for f in /tmp/ab/env-ab-*.txt; do
-              echo "==> $(basename "$f")"; cat "$f"; done; } >"$OUT/29-side-ab.txt"
-          grep -v counters "$OUT/29-side-ab.txt" | head -24 ;;
-    side2) bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/29-side-streams.diff "$OUT/side2" hash || exit 5
-          cp "$OUT/side2/hash.txt" "$OUT/29-side2-hash.txt"
-          export PYTHONPATH="/tmp/ds4kit-site${PYTHONPATH:+:$PYTHONPATH}"
-          rm -rf /tmp/ab
-          REPS=${REPS:-3} PY=$PY timeout ${AB_TIMEOUT:-300} bash scripts/gpu-env-ab /tmp/ab \
-            "PYTHONPATH=$PWD/build/v-before:$PYTHONPATH" \
-            "PYTHONPATH=$PWD/build/v-after:$PYTHONPATH DS4KIT_GPU_SIDE_STREAM=1" \
-            "PYTHONPATH=$PWD/build/v-after:$PYTHONPATH" >/dev/null 2>&1
-          { sed -e "s|PYTHONPATH=$PWD/build/v-\([a-z]*\):[^ ]*|\1|" /tmp/ab/env-ab.txt; for f in /tmp/ab/env-ab-*.txt; do
-              echo "==> $(basename "$f")"; cat "$f"; done; } >"$OUT/29-side2-ab.txt"
-          grep -v counters "$OUT/29-side2-ab.txt" | head -22 ;;
+          diff_and_settings side /tmp/29-both.diff 420 before "after DS4KIT_GPU_SIDE_STREAM=1" \
+            "after DS4KIT_GPU_SIDE_STREAM=shared" after ;;
+    side2) diff_and_settings side2 reports/examples/gpu-speed-h200/29-side-streams.diff 300 before \
+             "after DS4KIT_GPU_SIDE_STREAM=1" after ;;
     tests) DS4KIT_GPU_REPORT_DIR=/tmp/gpurep timeout ${GPU_TIMEOUT:-200} "$PY" -m pytest -q tests/gpu/test_gpu_forward.py \
              tests/gpu/test_gpu_step_graphs.py >"$OUT/29-tests.txt" 2>&1; tail -6 "$OUT/29-tests.txt" ;;
     ncu-src) model=$(bash scripts/gpu-speed-model /tmp/synth)
