@@ -9,7 +9,8 @@
 # (step 29's L2 prefetch of the matmuls' row blocks); hashes, then decode / verify / prefill
 # interleaved over REPS (2) rounds. (Run on aae3b80 plus the diff; not kept.)
 # side: this tree against llama.cpp's CUDA build on the file in one call: ours profiled
-# (kernel table, per layer, the 43-layer extrapolation) and a 512-token prefill, llama-bench
+# (kernel table, per layer, the 43-layer extrapolation) and a 512-token prefill with its kernels
+# per block of 32 (--prefill-profile), llama-bench
 # (tg 128, pp 512 at ubatch 512 and 2048); then the same file with ROCMFP2 (type 107) experts,
 # ours only (llama.cpp cannot read it).
 set -u
@@ -26,8 +27,8 @@ for stage in "$@"; do
     side) source scripts/gpu-build "$OUT/build.log" || exit 3
           model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
           timeout 150 "$PY" scripts/gpu-decode-profile "$model" >"$OUT/30-ours.txt" 2>&1
-          timeout 100 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --tokens 16 --no-verify --no-profile \
-            >"$OUT/30-ours-pp512.txt" 2>&1
+          timeout 120 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --tokens 16 --no-verify --no-profile \
+            --prefill-profile 512 >"$OUT/30-ours-pp512.txt" 2>&1
           grep -hE "decode median|verify ms|^prefill|extrapolated" "$OUT/30-ours.txt" "$OUT/30-ours-pp512.txt"
           timeout 200 bash scripts/llama-cuda-bench "$model" /tmp/llama >"$OUT/30-llama.txt" 2>&1
           cp /tmp/llama/llama-bench-ub512.json "$OUT/30-llama-bench-ub512.json" 2>/dev/null
