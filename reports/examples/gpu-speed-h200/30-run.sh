@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Step 30 on the lent GPU, one stage per argument (carry .whl; `side` also .llama):
 #   bash reports/examples/gpu-speed-h200/30-run.sh lanes
-#   bash reports/examples/gpu-speed-h200/30-run.sh side
+#   bash reports/examples/gpu-speed-h200/30-run.sh floor side
 # lanes: the tree then carried 30-expert-lanes.diff (the routed Q2_K gate_up's next quarter
 # fetched before this one's products; the SwiGLUs one a lane after an xor-butterfly tree with
 # the shuffle tree's bits); scripts/gpu-diff-ab built it against the code before it, with two
 # variants on top: 30-down8.diff (the routed down in groups of 8 rows) and 29-prefetch.diff
 # (step 29's L2 prefetch of the matmuls' row blocks); hashes, then decode / verify / prefill
 # interleaved over REPS (2) rounds. (Run on aae3b80 plus the diff; not kept.)
+# floor: scripts/launch-floor.cu, what a dependent launch costs when its kernel does nothing.
 # side: this tree against llama.cpp's CUDA build on the file in one call: ours profiled
 # (kernel table, per layer, the 43-layer extrapolation) and a 512-token prefill with its kernels
 # per block of 32 (--prefill-profile), llama-bench
@@ -24,6 +25,8 @@ for stage in "$@"; do
     lanes) REPS=${REPS:-2} VARIANTS="$d/30-down8.diff $d/29-prefetch.diff" \
              bash scripts/gpu-diff-ab "$d/30-expert-lanes.diff" "$OUT/lanes" ${STAGES:-hash ab}
            cp "$OUT/lanes/hash.txt" "$OUT/30-lanes-hash.txt"; cp "$OUT/lanes/ab.txt" "$OUT/30-lanes-ab.txt" ;;
+    floor) nvcc -std=c++17 -O3 -arch=sm_90 -o /tmp/launch-floor scripts/launch-floor.cu && /tmp/launch-floor \
+             | tee "$OUT/30-launch-floor.txt" ;;
     side) source scripts/gpu-build "$OUT/build.log" || exit 3
           model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
           timeout 150 "$PY" scripts/gpu-decode-profile "$model" >"$OUT/30-ours.txt" 2>&1
