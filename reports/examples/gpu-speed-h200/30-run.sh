@@ -30,12 +30,12 @@ for stage in "$@"; do
     side) source scripts/gpu-build "$OUT/build.log" || exit 3
           model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
           timeout 150 "$PY" scripts/gpu-decode-profile "$model" >"$OUT/30-ours.txt" 2>&1
-          timeout 120 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --tokens 16 --no-verify --no-profile \
-            --prefill-profile 512 >"$OUT/30-ours-pp512.txt" 2>&1
-          grep -hE "decode median|verify ms|^prefill|extrapolated" "$OUT/30-ours.txt" "$OUT/30-ours-pp512.txt"
           timeout 200 bash scripts/llama-cuda-bench "$model" /tmp/llama >"$OUT/30-llama.txt" 2>&1
           cp /tmp/llama/llama-bench-ub512.json "$OUT/30-llama-bench-ub512.json" 2>/dev/null
           cat "$OUT/30-llama.txt"
+          timeout 120 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --tokens 16 --no-verify --no-profile \
+            --prefill-profile 512 >"$OUT/30-ours-pp512.txt" 2>&1
+          grep -hE "decode median|verify ms|^prefill|extrapolated" "$OUT/30-ours.txt" "$OUT/30-ours-pp512.txt"
           model=$(SPEED_EXPERTS_TYPE=107 bash scripts/gpu-speed-model /tmp/synth-107) || exit 4
           timeout 100 "$PY" scripts/gpu-decode-profile "$model" --no-profile >"$OUT/30-ours-rocmfp2.txt" 2>&1
           grep -hE "decode median|verify ms|^cuda" "$OUT/30-ours-rocmfp2.txt" ;;
