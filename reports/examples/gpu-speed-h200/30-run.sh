@@ -8,6 +8,8 @@
 # variants on top: 30-down8.diff (the routed down in groups of 8 rows) and 29-prefetch.diff
 # (step 29's L2 prefetch of the matmuls' row blocks); hashes, then decode / verify / prefill
 # interleaved over REPS (2) rounds. (Run on aae3b80 plus the diff; not kept.)
+# short: side's decode half only (ours without the kernel table, llama-bench pp512/tg128 at
+# ubatch 512), for a call with little device time left.
 # floor: scripts/launch-floor.cu, what a dependent launch costs when its kernel does nothing.
 # side: this tree against llama.cpp's CUDA build on the file in one call: ours profiled
 # (kernel table, per layer, the 43-layer extrapolation) and a 512-token prefill with its kernels
@@ -27,6 +29,13 @@ for stage in "$@"; do
            cp "$OUT/lanes/hash.txt" "$OUT/30-lanes-hash.txt"; cp "$OUT/lanes/ab.txt" "$OUT/30-lanes-ab.txt" ;;
     floor) nvcc -std=c++17 -O3 -arch=sm_90 -o /tmp/launch-floor scripts/launch-floor.cu && /tmp/launch-floor \
              | tee "$OUT/30-launch-floor.txt" ;;
+    short) source scripts/gpu-build "$OUT/build.log" || exit 3  # side's first half, for a call with little time left
+           model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
+           timeout 90 "$PY" scripts/gpu-decode-profile "$model" --no-profile >"$OUT/30-ours.txt" 2>&1
+           grep -hE "^cuda|decode median|verify ms" "$OUT/30-ours.txt"
+           (source scripts/llama-cuda-env && timeout 120 "$LLAMA_CUDA_DIR/lib/llama-bench" -m "$model" -ngl 99 -p 512 \
+              -n 128 -ub 512 -r 2) >"$OUT/30-llama.txt" 2>&1
+           grep -E "pp512|tg128" "$OUT/30-llama.txt" ;;
     side) source scripts/gpu-build "$OUT/build.log" || exit 3
           model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
           timeout 150 "$PY" scripts/gpu-decode-profile "$model" >"$OUT/30-ours.txt" 2>&1
