@@ -21,6 +21,25 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 d=reports/examples/gpu-speed-h200
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$OUT/30-device.txt" 2>&1
+# ours_then_llama FULL: this tree built, the file written, ours timed (FULL=1: with the
+# kernel table, per layer and the 43-layer extrapolation; else decode and verify only), then
+# llama.cpp on the same file (FULL=1: scripts/llama-cuda-bench, ubatch 512 and 2048; else
+# llama-bench pp512/tg128 at ubatch 512). Sets `model`.
+ours_then_llama() {
+  source scripts/gpu-build "$OUT/build.log" || exit 3
+  model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
+  if [ "$1" = 1 ]; then
+    timeout 150 "$PY" scripts/gpu-decode-profile "$model" >"$OUT/30-ours.txt" 2>&1
+    timeout 200 bash scripts/llama-cuda-bench "$model" /tmp/llama >"$OUT/30-llama.txt" 2>&1
+    cp /tmp/llama/llama-bench-ub512.json "$OUT/30-llama-bench-ub512.json" 2>/dev/null
+  else
+    timeout 90 "$PY" scripts/gpu-decode-profile "$model" --no-profile >"$OUT/30-ours.txt" 2>&1
+    (source scripts/llama-cuda-env && timeout 120 "$LLAMA_CUDA_DIR/lib/llama-bench" -m "$model" -ngl 99 -p 512 \
+      -n 128 -ub 512 -r 2) >"$OUT/30-llama.txt" 2>&1
+  fi
+  grep -hE "^cuda|decode median|verify ms|extrapolated" "$OUT/30-ours.txt"
+  grep -hE "pp512|tg128|llama.cpp" "$OUT/30-llama.txt"
+}
 for stage in "$@"; do
   t0=$(date +%s)
   case $stage in
@@ -29,22 +48,11 @@ for stage in "$@"; do
            cp "$OUT/lanes/hash.txt" "$OUT/30-lanes-hash.txt"; cp "$OUT/lanes/ab.txt" "$OUT/30-lanes-ab.txt" ;;
     floor) nvcc -std=c++17 -O3 -arch=sm_90 -o /tmp/launch-floor scripts/launch-floor.cu && /tmp/launch-floor \
              | tee "$OUT/30-launch-floor.txt" ;;
-    short) source scripts/gpu-build "$OUT/build.log" || exit 3  # side's first half, for a call with little time left
-           model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
-           timeout 90 "$PY" scripts/gpu-decode-profile "$model" --no-profile >"$OUT/30-ours.txt" 2>&1
-           grep -hE "^cuda|decode median|verify ms" "$OUT/30-ours.txt"
-           (source scripts/llama-cuda-env && timeout 120 "$LLAMA_CUDA_DIR/lib/llama-bench" -m "$model" -ngl 99 -p 512 \
-              -n 128 -ub 512 -r 2) >"$OUT/30-llama.txt" 2>&1
-           grep -E "pp512|tg128" "$OUT/30-llama.txt" ;;
-    side) source scripts/gpu-build "$OUT/build.log" || exit 3
-          model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
-          timeout 150 "$PY" scripts/gpu-decode-profile "$model" >"$OUT/30-ours.txt" 2>&1
-          timeout 200 bash scripts/llama-cuda-bench "$model" /tmp/llama >"$OUT/30-llama.txt" 2>&1
-          cp /tmp/llama/llama-bench-ub512.json "$OUT/30-llama-bench-ub512.json" 2>/dev/null
-          cat "$OUT/30-llama.txt"
+    short) ours_then_llama 0 ;;
+    side) ours_then_llama 1
           timeout 120 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --tokens 16 --no-verify --no-profile \
             --prefill-profile 512 >"$OUT/30-ours-pp512.txt" 2>&1
-          grep -hE "decode median|verify ms|^prefill|extrapolated" "$OUT/30-ours.txt" "$OUT/30-ours-pp512.txt"
+          grep -hE "^prefill" "$OUT/30-ours-pp512.txt"
           model=$(SPEED_EXPERTS_TYPE=107 bash scripts/gpu-speed-model /tmp/synth-107) || exit 4
           timeout 100 "$PY" scripts/gpu-decode-profile "$model" --no-profile >"$OUT/30-ours-rocmfp2.txt" 2>&1
           grep -hE "decode median|verify ms|^cuda" "$OUT/30-ours-rocmfp2.txt" ;;
