@@ -12,7 +12,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 
 #define CHECK(x)                                                                                   \
     do {                                                                                           \
@@ -71,6 +70,8 @@ static float time_chain(int kernels, int blocks, bool pdl, int replays) {
         std::fprintf(stderr, "chain broke: word %d is %d, not %d\n", kernels, last, kernels);
         std::exit(1);
     }
+    CHECK(cudaEventDestroy(a));
+    CHECK(cudaEventDestroy(b));
     CHECK(cudaGraphExecDestroy(ge));
     CHECK(cudaGraphDestroy(g));
     CHECK(cudaStreamDestroy(s));

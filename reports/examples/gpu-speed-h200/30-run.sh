@@ -8,7 +8,7 @@
 # variants on top: 30-down8.diff (the routed down in groups of 8 rows) and 29-prefetch.diff
 # (step 29's L2 prefetch of the matmuls' row blocks); hashes, then decode / verify / prefill
 # interleaved over REPS (2) rounds. (Run on aae3b80 plus the diff; not kept.)
-# short: side's decode half only (ours without the kernel table, llama-bench pp512/tg128 at
+# short: side's decode half only (ours without the kernel table, llama.cpp pp512/tg128 at
 # ubatch 512), for a call with little device time left.
 # floor: scripts/launch-floor.cu, what a dependent launch costs when its kernel does nothing.
 # side: this tree against llama.cpp's CUDA build on the file in one call: ours profiled
@@ -23,22 +23,18 @@ d=reports/examples/gpu-speed-h200
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$OUT/30-device.txt" 2>&1
 # ours_then_llama FULL: this tree built, the file written, ours timed (FULL=1: with the
 # kernel table, per layer and the 43-layer extrapolation; else decode and verify only), then
-# llama.cpp on the same file (FULL=1: scripts/llama-cuda-bench, ubatch 512 and 2048; else
-# llama-bench pp512/tg128 at ubatch 512). Sets `model`.
+# llama.cpp on the same file by scripts/llama-cuda-bench (pp512/tg128 at ubatch 512; FULL=1: and
+# pp2048 at ubatch 2048). Sets `model`.
 ours_then_llama() {
   source scripts/gpu-build "$OUT/build.log" || exit 3
   model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
-  if [ "$1" = 1 ]; then
-    timeout 150 "$PY" scripts/gpu-decode-profile "$model" >"$OUT/30-ours.txt" 2>&1
-    timeout 200 bash scripts/llama-cuda-bench "$model" /tmp/llama >"$OUT/30-llama.txt" 2>&1
-    cp /tmp/llama/llama-bench-ub512.json "$OUT/30-llama-bench-ub512.json" 2>/dev/null
-  else
-    timeout 90 "$PY" scripts/gpu-decode-profile "$model" --no-profile >"$OUT/30-ours.txt" 2>&1
-    (source scripts/llama-cuda-env && timeout 120 "$LLAMA_CUDA_DIR/lib/llama-bench" -m "$model" -ngl 99 -p 512 \
-      -n 128 -ub 512 -r 2) >"$OUT/30-llama.txt" 2>&1
-  fi
+  local table=--no-profile
+  [ "$1" = 1 ] && table=
+  timeout 150 "$PY" scripts/gpu-decode-profile "$model" $table >"$OUT/30-ours.txt" 2>&1
+  UB2048=$1 timeout 200 bash scripts/llama-cuda-bench "$model" /tmp/llama >"$OUT/30-llama.txt" 2>&1
+  cp /tmp/llama/llama-bench-ub512.json "$OUT/30-llama-bench-ub512.json" 2>/dev/null
   grep -hE "^cuda|decode median|verify ms|extrapolated" "$OUT/30-ours.txt"
-  grep -hE "pp512|tg128|llama.cpp" "$OUT/30-llama.txt"
+  cat "$OUT/30-llama.txt"
 }
 for stage in "$@"; do
   t0=$(date +%s)
