@@ -90,6 +90,24 @@ def test_verify_equals_decode_on_window128_case_with_and_without_roundings():
             assert np.array_equal(got, want), f"fp8={fp8}, width {width}"
 
 
+def test_prefill_blocks_longer_than_an_attention_step_equal_decode():
+    """A batched prefill block (256 tokens) runs its attention 32 tokens a step between
+    projections and experts that take the whole block: on the real window (128), from an
+    unaligned start, across two blocks, it must land where decoding one by one does."""
+    path = engine_case_path("window128")
+    n = 300
+    model = _engine.Model(str(path), threads=2)
+    toks = tokens(n, model.hparams["n_vocab"], seed=26)
+    s = model.session(n)
+    want = np.stack([s.decode(t) for t in toks])
+    s = model.session(n)
+    s.decode(toks[0])
+    last = s.prefill(toks[1:296], "batched")
+    assert s.pos == 296
+    assert np.array_equal(last, want[295])
+    assert np.array_equal(s.verify(toks[296:300]), want[296:300])
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("width", [17, 32, 33, 70])
 def test_wide_verify_equals_decode(decoded, threads, width):

@@ -91,18 +91,32 @@ void Ds4BlockRunner::attn_norms(const Ds4LayerWeights& lw, Ds4Activations& a, in
 
 void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st,
                                  const Ds4Numerics& nx, Ds4Activations& a, int64_t p0, int64_t n) {
+    be_.prefetch({&lw.attn_output_a, &lw.attn_output_b});  // read after the attention's kernels
+    // Steps other than the last end on a ratio-4 boundary, as Ds4Session::prefill's blocks do.
+    const int64_t step = st.shape().max_block;
+    for (int64_t t0 = 0; t0 < n;) {
+        int64_t len = std::min(step, n - t0);
+        const int64_t over = (p0 + t0 + len) % 4;
+        if (t0 + len < n && len > over) len -= over;
+        attn_causal_step(lw, il, rope, st, nx, a, t0, p0 + t0, len);
+        t0 += len;
+    }
+}
+
+void Ds4BlockRunner::attn_causal_step(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st,
+                                      const Ds4Numerics& nx, Ds4Activations& a, int64_t t0, int64_t p0, int64_t n) {
     const int64_t E = hp_.n_embd, H = hp_.n_head, D = hp_.head_dim, QR = hp_.q_lora_rank;
     const int64_t r = lw.ratio, C = (r == 4 ? 2 : 1) * D, di = hp_.idx_head_dim, Hi = hp_.idx_n_head;
-    // State: the block's KV rows and compressor steps, tokens in order; token i's
+    // The step's tokens in the block's buffers (iq, iw and selected are the step's own scratch).
+    const Dev<float> Q = a.Q + t0 * H * D, kv = a.kv + t0 * D, q_lat = a.q_lat + t0 * QR, h = a.h + t0 * E;
+    // State: the step's KV rows and compressor steps, tokens in order; token i's
     // view is the window up to its position and the rows that exist once its step
     // ran (the compressors run before attention: a row completed at p is visible at p).
     CompRowView comp;
-    be_.prefetch({&lw.attn_output_a, &lw.attn_output_b});  // read after the attention's kernels
     {
         PhaseScope ps(clock_, Phase::attn_state);
         // The query heads' and the KV row's norms, RoPE, the KV row's FP8 rounding and its store.
-        be_.attention_inputs(st, il, p0, n, a.Q, H, a.kv, lw.attn_kv_a_norm, D, hp_.rms_eps, rope, nx.fp8_kv,
-                             hp_.n_rot);
+        be_.attention_inputs(st, il, p0, n, Q, H, kv, lw.attn_kv_a_norm, D, hp_.rms_eps, rope, nx.fp8_kv, hp_.n_rot);
         if (r) {
             CompressorParams cp;
             cp.ape = &lw.comp_ape;
@@ -113,21 +127,21 @@ void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const Ro
             cp.rms_eps = hp_.rms_eps;
             cp.fp8_kv = nx.fp8_kv;
             cp.indexer_fp4 = nx.indexer_fp4;
-            be_.compress(st, il, p0, n, a.kappa, a.gate, C, cp);
+            be_.compress(st, il, p0, n, a.kappa + t0 * C, a.gate + t0 * C, C, cp);
             comp.ratio = r;  // ratio 128: every row so far
             if (r == 4) {
                 cp.ape = &lw.idx_comp_ape;
                 cp.norm = &lw.idx_comp_norm;
                 cp.row_dim = di;
                 cp.indexer = true;
-                be_.compress(st, il, p0, n, a.ikappa, a.igate, 2 * di, cp);
+                be_.compress(st, il, p0, n, a.ikappa + t0 * 2 * di, a.igate + t0 * 2 * di, 2 * di, cp);
                 // The indexer picks top_k rows once a token sees more than that; the
-                // block's last token sees the most, (p0 + n) / 4.
+                // step's last token sees the most, (p0 + n) / 4.
                 if ((p0 + n) / 4 > hp_.idx_top_k) {
-                    be_.matmul(lw.idx_q_b, 0, Hi * di, a.q_lat, QR, (int)n, a.iq, Hi * di);
+                    be_.matmul(lw.idx_q_b, 0, Hi * di, q_lat, QR, (int)n, a.iq, Hi * di);
                     be_.rope_tail(a.iq, n, Hi, di, p0, rope, false);
                     be_.indexer_transform(a.iq, n * Hi, di, nx.indexer_fp4);
-                    be_.matmul(lw.idx_proj, 0, Hi, a.h, E, (int)n, a.iw, Hi);
+                    be_.matmul(lw.idx_proj, 0, Hi, h, E, (int)n, a.iw, Hi);
                     be_.scale(a.iw, n * Hi, 1.0 / std::sqrt((double)(di * Hi)));
                     be_.indexer_select(st, il, p0, a.iq, a.iw, n, Hi, di, hp_.idx_top_k, a.selected);
                     comp.selected = a.selected;
@@ -137,7 +151,7 @@ void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const Ro
         }
     }
     PhaseScope ps(clock_, Phase::attention);
-    be_.attention(st, il, p0, n, a.Q, H, D, comp, lw.attn_sinks, rope, a.O);
+    be_.attention(st, il, p0, n, Q, H, D, comp, lw.attn_sinks, rope, a.O + t0 * H * D);
 }
 
 void Ds4BlockRunner::attn_output(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n) {

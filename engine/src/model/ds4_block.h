@@ -61,6 +61,9 @@ public:
     void attn_norms(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n);
     // The target's causal step at positions p0..: Q and KV norms, RoPE, KV rounding, ring and compressors,
     // indexer selection, attention over the sequence state -> a.O.
+    // More tokens than the state's max_block run as consecutive steps of at most that many
+    // (each stores its rows, then attends), exactly as separate blocks would: the projections
+    // and the FFN around it still take all n tokens as columns.
     void attn_causal(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st, const Ds4Numerics& nx,
                      Ds4Activations& a, int64_t p0, int64_t n);
     // Grouped output projection and HC-post (X <- X').
@@ -76,6 +79,10 @@ public:
     void head(const Ds4Weights& w, Dev<const float> X, Ds4Activations& a, int64_t m, Dev<float> logits);
 
 private:
+    // One step of attn_causal: tokens t0 .. t0 + n of the block (n <= max_block) at positions p0 ..
+    void attn_causal_step(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st,
+                          const Ds4Numerics& nx, Ds4Activations& a, int64_t t0, int64_t p0, int64_t n);
+
     Backend& be_;
     const Ds4Hparams& hp_;
     PhaseClock& clock_;

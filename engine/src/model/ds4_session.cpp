@@ -47,7 +47,7 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
       opt_(opt),
       numerics_{opt.fp8_kv, opt.indexer_fp4},
       state_(model_->backend().new_seq_state(seq_shape(model_->hparams(), checked_max_ctx(opt.max_ctx)))),
-      act_(model_->backend(), model_->hparams(), kBlock),
+      act_(model_->backend(), model_->hparams(), kPrefillBlock),
       runner_(model_->backend(), model_->hparams(), clock_),
       uid_(next_session_uid++) {
     const Ds4Hparams& hp = model_->hparams();
@@ -60,7 +60,7 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
         }
     }
     const int64_t n_cap = (int64_t)opt_.capture_layers.size();
-    if (n_cap) capture_buf_ = model_->backend().alloc((size_t)(kBlock * n_cap * hp.n_embd) * sizeof(float));
+    if (n_cap) capture_buf_ = model_->backend().alloc((size_t)(kPrefillBlock * n_cap * hp.n_embd) * sizeof(float));
 }
 
 Ds4Snapshot Ds4Session::snapshot() const {
@@ -194,10 +194,10 @@ std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool 
                                        const std::function<bool()>& stop_requested) {
     if (tokens.empty()) throw ArgumentError("prefill needs at least one token");
     check_tokens(tokens.data(), (int64_t)tokens.size());  // fail before any state changes
-    const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : kBlock;
+    const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : kPrefillBlock;
     std::vector<float> logits;
     captured_.clear();
-    bool want[kBlock];
+    bool want[kPrefillBlock];
     for (int64_t b = 0; b < n;) {
         const int64_t p = pos();
         int64_t len = std::min(block, n - b);

@@ -1,11 +1,11 @@
 // One sequence's entry points (ds4-model.md section 4) over state the backend owns.
 //
-// All entry points run the same forward over blocks of at most kBlock
-// consecutive tokens (model/ds4_block.h): every matmul serves all tokens of the
-// block as columns (per-column bits are independent of the block width); the
-// sequential parts (ring, compressor and indexer updates) walk the tokens in
-// order inside each layer, and each token then attends over the state as it
-// stood at its own position. So verify rows are bitwise identical to decoding
+// All entry points run the same forward over blocks of consecutive tokens (at most
+// kBlock for decode and verify, kPrefillBlock for a batched prefill; model/ds4_block.h):
+// every matmul serves all tokens of the block as columns (per-column bits are
+// independent of the block width); the sequential parts (ring, compressor and indexer
+// updates) walk the tokens in order inside each layer, kBlock at a time, and each
+// token then attends over the state as it stood at its own position. So verify rows are bitwise identical to decoding
 // the tokens one by one. Token ids go to the backend, logits come back; a call is
 // a fixed sequence of backend operations with one synchronisation at the end.
 #pragma once
@@ -94,7 +94,7 @@ public:
     // with rewind. 1 <= n <= kMaxRewind; no layer capture.
     std::vector<int32_t> decode_greedy(int32_t token, int64_t n);
     // Feeds the tokens; returns the logits of the last one. exact: one token at
-    // a time; batched: blocks of up to kBlock tokens ending on ratio-4
+    // a time; batched: blocks of up to kPrefillBlock tokens ending on ratio-4
     // boundaries (same results, as the forward is block-width invariant).
     // stop_requested, if given, is asked after each block: true stops the prefill
     // there (the blocks fed so far stay fed) and the result is empty (Ctrl-C).
@@ -112,8 +112,13 @@ public:
     // verify of a width is not slower than the next (a speculative loop times them).
     void reserve_logits_rows(int64_t rows);
 
-    // Most tokens one forward block holds (the backend's ring keeps this many extra rows).
+    // Most tokens one attention step stores before it attends (the backend's ring keeps this
+    // many extra rows), and one decode or verify forward holds.
     static constexpr int64_t kBlock = 32;
+    // Most tokens one prefill forward carries through the projections and the experts (its
+    // attention runs kBlock at a time): every matrix, above all each routed expert, is read
+    // once for this many tokens instead of once for kBlock.
+    static constexpr int64_t kPrefillBlock = 256;
     // Most positions a rewind takes back (the rings keep this many extra positions).
     static constexpr int64_t kMaxRewind = 32;
 
@@ -121,7 +126,7 @@ public:
     PhaseClock& phase_clock() { return clock_; }
 
 private:
-    // Runs tokens [0, n) (n <= kBlock) at positions pos().. and advances. Appends
+    // Runs tokens [0, n) (n <= kPrefillBlock; with top, n <= kBlock) at positions pos().. and advances. Appends
     // the logits of tokens with want_logits[i] to logits (row-major, in token order).
     // With top (every row wanted), the rows' top->k best come back into top instead.
     void forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits,
@@ -142,7 +147,7 @@ private:
     Ds4Numerics numerics_;
     std::unique_ptr<SeqState> state_;
     PhaseClock clock_;
-    Ds4Activations act_;  // block buffers in backend memory, sized once for kBlock tokens
+    Ds4Activations act_;  // block buffers in backend memory, sized once for kPrefillBlock tokens
     Ds4BlockRunner runner_;
     std::unique_ptr<DeviceBuffer> logits_buf_, capture_buf_;
     std::unique_ptr<DeviceBuffer> top_ids_buf_, top_vals_buf_;  // kBlock x kMaxRowTopK, on first use
