@@ -3,7 +3,9 @@
 #   bash reports/examples/gpu-speed-h200/31-run.sh block pp warm
 # block: 256-token prefill blocks (31-prefill-block.diff, fb81916) against the code before them
 # by scripts/gpu-diff-ab: hashes (prefill, verify, decode: one per model), then decode / verify
-# / a 512-token prefill interleaved over REPS (2) rounds.
+# / a 512-token prefill interleaved over REPS (2) rounds; with the variant 31-moe-cols4.diff on top
+# (the routed int8 experts four columns a pass where a call gives them two or more on average:
+# a row's Q2_K codes and scales decoded once for four columns).
 # pp: a 512-token prefill from an empty context, its kernels per 32 tokens (the prefill gap to
 # llama.cpp's pp512, 2000 against 3500 tok/s, never profiled before).
 # warm: the L2 warmer (gpu_warm.h, Backend::prefetch) under its settings: logits hashes of the
@@ -32,7 +34,8 @@ this_tree() {
 for stage in "$@"; do
   t0=$(date +%s)
   case $stage in
-    block) PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-diff-ab "$d/31-prefill-block.diff" "$OUT/block" hash ab
+    block) PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} VARIANTS="$d/31-moe-cols4.diff" \
+             bash scripts/gpu-diff-ab "$d/31-prefill-block.diff" "$OUT/block" hash ab
            cp "$OUT/block/hash.txt" "$OUT/31-block-hash.txt"; cp "$OUT/block/ab.txt" "$OUT/31-block-ab.txt" ;;
     pp) this_tree
         timeout 150 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --tokens 16 --no-verify --no-profile \
