@@ -193,12 +193,6 @@ public:
     // compute never reads the host mapping again and the model may drop its pages.
     virtual bool holds_weight_copies() const { return false; }
 
-    // A hint, computing nothing: the weights in `ws` are read soon, after the small steps the
-    // caller is about to issue. A backend may start moving their bytes closer to its compute
-    // meanwhile (the GPU: into its L2 on a stream of its own while the main stream's short
-    // kernels leave the memory idle, gpu_warm.h); the default does nothing.
-    virtual void prefetch(const std::vector<const WeightView*>& /*ws*/) {}
-
     // ---- Dense operations ----
     // X[i * n_copies + h][0..E) = table.row(tokens[i]) for h < n_copies (E = table.n_in()).
     virtual void embed(const WeightView& table, Dev<const int32_t> tokens, int64_t n, int64_t n_copies,

@@ -63,10 +63,6 @@ void Ds4BlockRunner::embed(const Ds4Weights& w, Ds4Activations& a, int64_t n) {
 void Ds4BlockRunner::attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, int64_t n) {
     const int64_t E = hp_.n_embd, HC = hp_.n_hc, H = hp_.n_head, D = hp_.head_dim, QR = hp_.q_lora_rank;
     const int64_t r = lw.ratio, C = (r == 4 ? 2 : 1) * D, di = hp_.idx_head_dim;
-    // Each stage names the matrices after its chain of small kernels ahead of them (Backend::
-    // prefetch: the GPU asks its L2 for them meanwhile); the projections here.
-    be_.prefetch({&lw.attn_q_a, &lw.attn_kv, &lw.comp_kv, &lw.comp_gate, &lw.idx_comp_kv, &lw.idx_comp_gate,
-                  &lw.attn_q_b});
     {
         PhaseScope ps(clock_, Phase::hc_pre);  // with the attention norm of the collapsed row
         be_.hc_pre_norm(a.X, n, HC, E, lw.hc_attn_fn, lw.hc_attn_scale, lw.hc_attn_base, hp_.sinkhorn_iters,
@@ -91,7 +87,6 @@ void Ds4BlockRunner::attn_norms(const Ds4LayerWeights& lw, Ds4Activations& a, in
 
 void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st,
                                  const Ds4Numerics& nx, Ds4Activations& a, int64_t p0, int64_t n) {
-    be_.prefetch({&lw.attn_output_a, &lw.attn_output_b});  // read after the attention's kernels
     // Steps other than the last end on a ratio-4 boundary, as Ds4Session::prefill's blocks do.
     const int64_t step = st.shape().max_block;
     for (int64_t t0 = 0; t0 < n;) {
@@ -170,9 +165,6 @@ void Ds4BlockRunner::attn_output(const Ds4LayerWeights& lw, Ds4Activations& a, i
 
 void Ds4BlockRunner::ffn(const Ds4LayerWeights& lw, int64_t il, Ds4Activations& a, int64_t n) {
     const int64_t E = hp_.n_embd, HC = hp_.n_hc, NX = hp_.n_expert, K = hp_.n_expert_used;
-    // The router and the shared expert (its chain: hc_pre, the router, route, the plan); the
-    // routed experts are known only once routed.
-    be_.prefetch({&lw.ffn_gate_inp, &lw.ffn.gate_shexp, &lw.ffn.up_shexp, &lw.ffn.down_shexp});
     {
         PhaseScope ps(clock_, Phase::hc_pre);  // with the FFN norm of the collapsed row
         be_.hc_pre_norm(a.X, n, HC, E, lw.hc_ffn_fn, lw.hc_ffn_scale, lw.hc_ffn_base, hp_.sinkhorn_iters, hp_.hc_eps,
@@ -200,7 +192,6 @@ void Ds4BlockRunner::capture(const Ds4Activations& a, int64_t n, Dev<float> out,
 void Ds4BlockRunner::head(const Ds4Weights& w, Dev<const float> X, Ds4Activations& a, int64_t m, Dev<float> logits) {
     PhaseScope ps(clock_, Phase::head);
     const int64_t E = hp_.n_embd;
-    be_.prefetch({&w.output});
     be_.hc_head(X, m, hp_.n_hc, E, w.output_hc_fn, w.output_hc_scale, w.output_hc_base, hp_.hc_eps, hp_.rms_eps, a.e);
     be_.rms_norm(a.e, &w.output_norm, E, m, hp_.rms_eps, a.e);
     be_.matmul(w.output, 0, hp_.n_vocab, a.e, E, (int)m, logits, hp_.n_vocab);

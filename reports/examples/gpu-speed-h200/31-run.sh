@@ -8,7 +8,8 @@
 # a row's Q2_K codes and scales decoded once for four columns).
 # pp: a 512-token prefill from an empty context, its kernels per 32 tokens (the prefill gap to
 # llama.cpp's pp512, 2000 against 3500 tok/s, never profiled before).
-# warm: the L2 warmer (gpu_warm.h, Backend::prefetch) under its settings: logits hashes of the
+# warm (run on fb81916 with 31-warm.diff, e392b57, in the tree; not kept): the L2 warmer
+# (gpu_warm.h, Backend::prefetch) under its settings: logits hashes of the
 # speed file with it off, l2 and last (a prefetch changes no bit: one hash), then decode /
 # verify / prefill by scripts/gpu-env-ab, the settings interleaved over REPS (2) rounds: off; l2
 # with 24 MB a hint and 32 blocks; last; l2 with 40 MB (WARM_MORE=1: also l2 with 132 blocks);

@@ -26,7 +26,6 @@
 #include "backend/gpu/gpu_kernels.h"
 #include "backend/gpu/gpu_runtime.h"
 #include "backend/gpu/gpu_seq_state.h"
-#include "backend/gpu/gpu_warm.h"
 #include "backend/gpu/gpu_weights.h"
 #include "quant/iq2xxs_grid.h"
 
@@ -99,11 +98,9 @@ public:
         // and a way around a runtime whose graphs misbehave). Same bits either way.
         const char* graphs = std::getenv("DS4KIT_GPU_GRAPHS");
         steps_on_ = !(graphs && std::strcmp(graphs, "0") == 0);
-        warm_ = gpu::L2Warmer::from_env();
     }
     ~GpuBackend() override {
         drop_graphs();
-        warm_.reset();
         weights_.reset();  // frees device memory; the runtime waits for pending work
         for (auto& b : scratch_) b.reset();
         grid_buf_.reset();
@@ -138,7 +135,6 @@ public:
         if (bytes == 0) return;
         check_ptrs("download", dst, src);
         join_side();  // the bytes may be a split the side stream writes
-        join_warm();
         DS4_GPU_CHECK(MemcpyAsync, dst, src, bytes, ds4GpuMemcpyDeviceToHost, stream_);
     }
     // Waits for the stream, then reports an invalid input a kernel met since the last call
@@ -146,7 +142,6 @@ public:
     void synchronize() override {
         // The fault word rides the stream into pinned memory: one wait, not a second copy after it.
         join_side();
-        join_warm();
         DS4_GPU_CHECK(MemcpyAsync, fault_host_, fault_.get(), sizeof(int), ds4GpuMemcpyDeviceToHost, stream_);
         DS4_GPU_CHECK(StreamSynchronize, stream_);
         const int code = *fault_host_;
@@ -168,15 +163,6 @@ public:
         weights_ = std::move(store);
     }
     bool holds_weight_copies() const override { return true; }
-
-    void prefetch(const std::vector<const WeightView*>& ws) override {
-        if (!warm_) return;
-        std::vector<gpu::WarmSpan> spans;
-        for (const WeightView* w : ws) {
-            if (w && w->present()) spans.push_back({weights().get(*w, "prefetch").data, w->bytes()});
-        }
-        warm_->warm(spans, stream_);
-    }
 
     // ---- Dense operations ----
     // A matmul's column count and strides: ncols columns of W.n_in() values at X + c * ldx, of
@@ -638,7 +624,6 @@ public:
 #if DS4_GPU_GRAPHS
         if (g.runs > 0) {
             join_side();
-            join_warm();
             DS4_GPU_CHECK(StreamBeginCapture, stream_, ds4GpuStreamCaptureModeThreadLocal);
             record = true;
         }
@@ -654,8 +639,7 @@ public:
                 {"steps_recorded", (int64_t)stats_.recorded},
                 {"steps_replayed", (int64_t)stats_.replayed},
                 {"step_graphs_held", (int64_t)graphs_.size()},
-                {"pdl_launches", gpu::pdl_launches() ? 1 : 0},
-                {"l2_warm_launches", warm_ ? warm_->launches() : -1}};  // -1: the warmer is off
+                {"pdl_launches", gpu::pdl_launches() ? 1 : 0}};
     }
 
     void end_step(bool ok) override {
@@ -664,7 +648,6 @@ public:
         if (!s.on || !s.recording) return;
 #if DS4_GPU_GRAPHS
         join_side();  // the side stream's work joins the graph before the capture ends
-        join_warm();
         ds4_gpu_graph_t graph = nullptr;
         const ds4_gpu_error_t rc = DS4_GPU_RT(StreamEndCapture)(stream_, &graph);
         if (!ok || rc != DS4_GPU_RT(Success)) {
@@ -815,12 +798,6 @@ private:
         side_pending_ = true;
     }
 
-    // The main stream waits for the warm stream's last kernel: only where a step ends, so the
-    // main stream never waits for a prefetch mid-layer.
-    void join_warm() {
-        if (warm_) warm_->join(stream_);
-    }
-
     // The main stream waits for the side stream's last work (no host wait). The side stream is
     // in order, so its last work implies every earlier one, whichever session enqueued it.
     void join_side() {
@@ -883,7 +860,6 @@ private:
 
     void synchronize_stream() {
         join_side();
-        join_warm();
         DS4_GPU_CHECK(StreamSynchronize, stream_);
     }
 
@@ -897,7 +873,6 @@ private:
 
     std::string name_;
     ds4_gpu_stream_t stream_ = nullptr;
-    std::unique_ptr<gpu::L2Warmer> warm_;     // Backend::prefetch's stream, or null (gpu_warm.h)
     ds4_gpu_stream_t side_ = nullptr;          // hc_pre's split (see the top of the file)
     ds4_gpu_event_t fork_ = nullptr, join_ = nullptr;
     bool side_on_ = false;                     // run_beside uses side_ (else the main stream)

@@ -119,20 +119,6 @@ inline int env_choice(const char* var, std::initializer_list<const char*> choice
     throw ArgumentError(DS4_GPU_WHO ": " + std::string(var) + " is '" + v + "'; expected " + expected);
 }
 
-// The whole number the tuning variable `var` holds, `fallback` when it is unset or empty; a value
-// that is not a whole number in [lo, hi] is an ArgumentError naming the variable and the range.
-inline long long env_int(const char* var, long long fallback, long long lo, long long hi) {
-    const char* v = std::getenv(var);
-    if (!v || !*v) return fallback;
-    char* end = nullptr;
-    const long long x = std::strtoll(v, &end, 10);
-    if (*end != '\0' || x < lo || x > hi) {
-        throw ArgumentError(DS4_GPU_WHO ": " + std::string(var) + " is '" + v + "'; expected a whole number from " +
-                            std::to_string(lo) + " to " + std::to_string(hi));
-    }
-    return x;
-}
-
 }  // namespace ds4
 
 // DS4_GPU_CHECK(Malloc, &p, n) calls cudaMalloc / hipMalloc and throws naming it.
