@@ -5,9 +5,10 @@
 // every matmul serves all tokens of the block as columns (per-column bits are
 // independent of the block width); the sequential parts (ring, compressor and indexer
 // updates) walk the tokens in order inside each layer, kBlock at a time, and each
-// token then attends over the state as it stood at its own position. So verify rows are bitwise identical to decoding
-// the tokens one by one. Token ids go to the backend, logits come back; a call is
-// a fixed sequence of backend operations with one synchronisation at the end.
+// token then attends over the state as it stood at its own position. So verify rows
+// are bitwise identical to decoding the tokens one by one. Token ids go to the
+// backend, logits come back; a call is a fixed sequence of backend operations with one
+// synchronisation at the end.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -126,8 +127,9 @@ public:
     PhaseClock& phase_clock() { return clock_; }
 
 private:
-    // Runs tokens [0, n) (n <= kPrefillBlock; with top, n <= kBlock) at positions pos().. and advances. Appends
-    // the logits of tokens with want_logits[i] to logits (row-major, in token order).
+    // Runs tokens [0, n) (n <= kPrefillBlock; with top, n <= kBlock) at positions pos()..
+    // and advances. Appends the logits of tokens with want_logits[i] to logits (row-major,
+    // in token order).
     // With top (every row wanted), the rows' top->k best come back into top instead.
     void forward(const int32_t* tokens, int64_t n, const bool* want_logits, std::vector<float>& logits,
                  TopK* top = nullptr);
