@@ -87,12 +87,8 @@ void Ds4BlockRunner::attn_norms(const Ds4LayerWeights& lw, Ds4Activations& a, in
 
 void Ds4BlockRunner::attn_causal(const Ds4LayerWeights& lw, int64_t il, const RopeSpec& rope, SeqState& st,
                                  const Ds4Numerics& nx, Ds4Activations& a, int64_t p0, int64_t n) {
-    // Steps other than the last end on a ratio-4 boundary, as Ds4Session::prefill's blocks do.
-    const int64_t step = st.shape().max_block;
     for (int64_t t0 = 0; t0 < n;) {
-        int64_t len = std::min(step, n - t0);
-        const int64_t over = (p0 + t0 + len) % 4;
-        if (t0 + len < n && len > over) len -= over;
+        const int64_t len = ratio4_piece(p0 + t0, n - t0, st.shape().max_block);
         attn_causal_step(lw, il, rope, st, nx, a, t0, p0 + t0, len);
         t0 += len;
     }

@@ -37,6 +37,16 @@ private:
     std::vector<std::unique_ptr<DeviceBuffer>> owned_;
 };
 
+// Tokens of the next piece of a run of `left` tokens starting at position p, at most `cap`:
+// a piece other than the last ends on a ratio-4 compressor boundary (where D and L split
+// batches; the forward is exact for any split, the rule keeps the split points where a fused
+// GPU compressor will need them), unless that would leave it empty. Prefill blocks and the
+// attention steps inside a block are cut by it.
+inline int64_t ratio4_piece(int64_t p, int64_t left, int64_t cap) {
+    const int64_t len = left < cap ? left : cap, over = (p + len) % 4;
+    return len < left && len > over ? len - over : len;
+}
+
 // How layer il routes its tokens (ds4-model.md: hash layers by token id, the rest by biased
 // top-k), from the hyperparameters and the layer's weights.
 RouteParams layer_route_params(const Ds4Hparams& hp, const Ds4LayerWeights& lw, int64_t il);

@@ -199,12 +199,7 @@ std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool 
     captured_.clear();
     bool want[kPrefillBlock];
     for (int64_t b = 0; b < n;) {
-        const int64_t p = pos();
-        int64_t len = std::min(block, n - b);
-        // Blocks other than the last end on a ratio-4 compressor boundary, where D and
-        // L split batches. This forward is exact for any split; the rule keeps the split
-        // points where a fused GPU compressor will need them.
-        if (b + len < n && (p + len) % 4 != 0 && len > (p + len) % 4) len -= (p + len) % 4;
+        const int64_t len = ratio4_piece(pos(), n - b, block);
         std::fill(want, want + len, false);
         if (b + len == n) want[len - 1] = true;  // only the last token's logits are returned
         forward(tokens.data() + b, len, want, logits);
