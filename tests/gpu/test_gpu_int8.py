@@ -21,7 +21,11 @@ tells the two arithmetics apart. With `all` every position carries about one suc
 14K rounded values a token), so the median bound is the larger of 2e-4 and twice the oracle's
 own noise floor, measured here: the median KLD between the reference and itself with float32-
 sized noise before each rounding (HIP-CPU, 2026-12-05: 1e-5 to 4e-5 for `experts`, 1.3e-4 for
-the default, 4e-4 for `all`, whose GPU run gave 2.3e-4 against 7.3e-4 from the CPU engine). On the GPU itself, by default and with `all`:
+the default, 4e-4 for `all`, whose GPU run gave 2.3e-4 against 7.3e-4 from the CPU engine).
+Top-1 agreement is 0.9 or better, or, where the oracle disagrees with itself under that noise on
+more than 5% of the positions, at most twice its disagreements (`all` on this model, step 32: the
+noisy references agree with the reference on 0.914-0.936 of 140 positions with noise seeds 1-3,
+the chain-order GPU on 0.893, every disagreement below MARGIN_TOL). On the GPU itself, by default and with `all`:
 verify of widths 1-8 and both prefill modes equal decode bit for bit (test_gpu_forward's check); the switch changes no
 bit where the experts are not Q2_K, and each of its values changes the Q2_K model's; the row groups change no
 bit with int8 columns either; a bad value is an error naming the variable.
@@ -110,7 +114,9 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
     want = _int8_reference(path, toks, int8_matrices)
     # The oracle's own noise floor: the same reference with float32-sized noise before each
     # rounding (ds4_ref_int8.Int8Columns); no float32 engine can be expected closer than that.
-    floor = float(np.median(_kld(want, _int8_reference(path, toks, int8_matrices, noise_seed=1))))
+    noisy = _int8_reference(path, toks, int8_matrices, noise_seed=1)
+    floor = float(np.median(_kld(want, noisy)))
+    floor_top1 = float((want.argmax(-1) == noisy.argmax(-1)).mean())
     cpu = _decode(path, "cpu", toks).astype(np.float64)
     kld, kld_cpu = _kld(want, got), _kld(cpu, got)
     srt = np.sort(want, axis=-1)
@@ -126,7 +132,7 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
                 "mean_kld": float(kld.mean()), "median_kld": float(np.median(kld)), "max_kld": float(kld.max()),
                 "top1_agreement": float(agree.mean()),
                 "first_position_above_1e-9": int(np.argmax(kld > 1e-9)) if (kld > 1e-9).any() else None,
-                "noise_floor_median_kld": floor},
+                "noise_floor_median_kld": floor, "noise_floor_top1_agreement": floor_top1},
             "against the CPU engine (float columns)": {
                 "mean_kld": float(kld_cpu.mean()), "median_kld": float(np.median(kld_cpu)), "max_kld": float(kld_cpu.max()),
                 "top1_agreement": float((cpu.argmax(-1) == got.argmax(-1)).mean())},
@@ -136,7 +142,10 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
     assert not flips, f"argmax differs from the int8 reference at positions {flips} (margin > {MARGIN_TOL})"
     assert kld.mean() <= INT8_MEAN_KLD_TOL, f"mean KLD {kld.mean():.3g} against the int8 reference"
     assert kld.max() <= INT8_MAX_KLD_TOL, f"KLD {kld.max():.3g} at position {int(kld.argmax())} against the int8 reference"
-    assert agree.mean() >= INT8_MIN_TOP1, f"top-1 agreement {agree.mean():.3f} with the int8 reference"
+    # Low-margin disagreements at most twice the oracle's own under float32-sized noise.
+    min_top1 = min(INT8_MIN_TOP1, 1.0 - 2.0 * (1.0 - floor_top1))
+    assert agree.mean() >= min_top1, (
+        f"top-1 agreement {agree.mean():.3f} with the int8 reference (its own under noise {floor_top1:.3f})")
     med, med_cpu = float(np.median(kld)), float(np.median(kld_cpu))
     assert med <= max(INT8_MEDIAN_KLD_TOL, 2 * floor), (
         f"median KLD {med:.3g} against the int8 reference (its noise floor {floor:.3g})")

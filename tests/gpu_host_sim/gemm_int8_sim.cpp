@@ -1,9 +1,9 @@
 // The prefill GEMM on int8 columns (gpu_gemm_int8.cu) run on the host (sim_runtime.h) against
 // the GEMV kernel of gpu_matmul_int8.cu, whose bits decode and verify give: every output bit
-// for bit, for K walks of whole and partial 4-block steps, segments of 4 to 12 blocks and
-// segments left without blocks, 1 to 8 segments a round (16 to 128 rows a block), 9 to 45
-// columns (partial column tiles), rows that are not a multiple of a block's, 16-byte, 8-byte
-// and byte row loads, and a grouped call (two groups of 128 rows). Built twice by tests/engine/test_gpu_kernels_host_sim.py: with the dp4a tile product
+// for bit, for rows of 1 to 256 blocks (chains without blocks, chains of different lengths,
+// whole and partial 8-block steps), 9 to 45 columns (partial column tiles), rows that are not a
+// multiple of a block's 16, 16-byte, 8-byte and byte row loads, and a grouped call (two groups
+// of 128 rows). Built twice by tests/engine/test_gpu_kernels_host_sim.py: with the dp4a tile product
 // (HIP's path) and, through gemm_int8_mma_sim.cpp, with the tensor-core fragments as the CUDA
 // path loads them and the mma.sync product as the PTX ISA defines it (gpu_mma_s8.h). Prints one
 // line per case; exit status 1 if any differs.
@@ -30,38 +30,33 @@ const char* kPath = "mma fragments";
 const char* kPath = "dp4a";
 #endif
 
-// The GEMM as launch_gemm_int8 launches it (WK = min(8, L) segments a round).
-std::vector<float> gemm(const Q8Rows& w, const Cols& c, int64_t ncols, int L, int mode, int64_t x_group_rows = 0,
+// The GEMM as launch_gemm_int8 launches it (16 rows x 32 columns a block).
+std::vector<float> gemm(const Q8Rows& w, const Cols& c, int64_t ncols, int mode, int64_t x_group_rows = 0,
                         int64_t x_groups = 1) {
     std::vector<float> y((size_t)(ncols * w.rows), -7.0f);
     const int64_t values = ncols * x_groups * w.n;
     const int64_t xg = x_group_rows > 0 ? x_group_rows : w.rows;
-    const int WK = L < 8 ? L : 8, rows = 16 * (8 / WK);
-    sim_launch((unsigned)((w.rows + rows - 1) / rows), (unsigned)((ncols + 31) / 32), 256, [&] {
-        auto k = WK == 1 ? ds4_gemm_int8_kernel<1> : WK == 2 ? ds4_gemm_int8_kernel<2>
-                         : WK == 4 ? ds4_gemm_int8_kernel<4> : ds4_gemm_int8_kernel<8>;
-        k(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols, y.data(), w.rows, L, mode, xg,
-          x_groups);
+    sim_launch((unsigned)((w.rows + 15) / 16), (unsigned)((ncols + 31) / 32), 256, [&] {
+        ds4_gemm_int8_kernel(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols, y.data(), w.rows,
+                             mode, xg, x_groups);
     });
     return y;
 }
 
-void gemm_case(int64_t rows, int64_t n, int L, int64_t ncols, int mode, int64_t groups = 1) {
-    const int64_t nb = n / 32, G = (nb + L - 1) / L;
+void gemm_case(int64_t rows, int64_t n, int64_t ncols, int mode, int64_t groups = 1) {
+    const int64_t nb = n / 32;
     const std::string name = std::string(kPath) + ": " + std::to_string(rows) + " rows of " + std::to_string(n) + " (" +
-                             std::to_string(nb) + " blocks, " + std::to_string(L) + " segments of " +
-                             std::to_string(G) + "), " + std::to_string(ncols) + " columns, " +
+                             std::to_string(nb) + " blocks), " + std::to_string(ncols) + " columns, " +
                              (mode == 2 ? "16-byte" : mode == 1 ? "8-byte" : "byte") + " loads" +
                              (groups > 1 ? ", " + std::to_string(groups) + " groups" : "") +
                              ": the GEMV's bits";
-    std::mt19937_64 rng((uint64_t)(rows * 7 + n * 3 + L * 11 + ncols + mode));
+    std::mt19937_64 rng((uint64_t)(rows * 7 + n * 3 + ncols + mode));
     const Q8Rows w = random_q8(rows, n, rng);
     const int64_t group_rows = rows / groups, stride = n + 64, ldx = groups * stride;
     const std::vector<float> x = columns_of(ldx, ncols, rng);
     const Cols c = quantise(x, ldx, ncols, groups, stride, n);
-    const std::vector<float> want =
-        groups > 1 ? run<4, 1>(w, c, ncols, L, 1, group_rows, groups) : run<4, 1>(w, c, ncols, L, 1);
-    const std::vector<float> got = groups > 1 ? gemm(w, c, ncols, L, mode, group_rows, groups) : gemm(w, c, ncols, L, mode);
+    const std::vector<float> want = groups > 1 ? run<4, 1>(w, c, ncols, 1, group_rows, groups) : run<4, 1>(w, c, ncols, 1);
+    const std::vector<float> got = groups > 1 ? gemm(w, c, ncols, mode, group_rows, groups) : gemm(w, c, ncols, mode);
     int64_t bad = -1;
     for (size_t i = 0; i < want.size() && bad < 0; ++i) {
         if (std::memcmp(&want[i], &got[i], 4) != 0) bad = (int64_t)i;
@@ -74,15 +69,15 @@ void gemm_case(int64_t rows, int64_t n, int L, int64_t ncols, int mode, int64_t 
 }  // namespace
 
 int main() {
-    gemm_case(300, 1024, 8, 32, 2);   // 32 blocks: whole K steps; three row tiles, the last partial
-    gemm_case(130, 4096, 32, 45, 2);  // two column tiles, the second partial
-    gemm_case(77, 1056, 8, 9, 0);     // 33 blocks: segments of 5, the eighth has none; a partial K step
-    gemm_case(64, 384, 1, 20, 1);     // one segment of 12 blocks
-    gemm_case(40, 320, 2, 33, 0);     // 10 blocks: segments of 5 across K steps of 4
-    gemm_case(256, 512, 4, 12, 2, 2);  // two groups of 128 rows, each on its own columns
-    gemm_case(50, 2048, 16, 40, 2);   // 16 segments: two rounds of 8 warps on 16-row tiles
-    gemm_case(90, 8192, 32, 32, 2);   // wo_b's shape in rows of 8192: four rounds of 8
-    gemm_case(70, 1088, 8, 17, 0);    // 34 blocks, segments of 5: the last two rounds' ends in no block
+    gemm_case(300, 1024, 32, 2);    // q_b's rows: 32 blocks, four whole steps; nineteen row tiles, the last partial
+    gemm_case(130, 4096, 45, 2);    // two column tiles, the second partial
+    gemm_case(77, 1056, 9, 0);      // 33 blocks: chain 0 of 5 blocks, the others of 4; a partial step
+    gemm_case(64, 96, 20, 1);       // 3 blocks: five chains without any
+    gemm_case(40, 320, 33, 0);      // 10 blocks across two steps
+    gemm_case(256, 512, 12, 2, 2);  // two groups of 128 rows, each on its own columns
+    gemm_case(50, 2048, 40, 2);     // 64 blocks
+    gemm_case(90, 8192, 32, 2);     // wo_b's rows: 256 blocks, 32 steps
+    gemm_case(70, 1088, 17, 0);     // 34 blocks: the last step has two
     std::printf("%d failure(s)\n", failures);
     return failures ? 1 : 0;
 }

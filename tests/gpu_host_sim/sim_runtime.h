@@ -9,6 +9,7 @@
 #pragma once
 #include <atomic>
 #include <barrier>
+#include <bit>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -35,6 +36,9 @@ inline float ds4_sim_shfl_down32(float v, int s) {
     const float r = (t % 32) + (unsigned)s < 32 ? g_sim_lanes[t + (unsigned)s] : v;
     __syncthreads();
     return r;
+}
+inline int ds4_sim_shfl_down32_i(int v, int s) {  // an int's bits through the float lanes
+    return std::bit_cast<int>(ds4_sim_shfl_down32(std::bit_cast<float>(v), s));
 }
 #define __global__
 #define __device__

@@ -110,27 +110,34 @@ __device__ inline void ds4_kernel_entry() {
 // lane of the warp must call it. DS4_GPU_SHUFFLE32 says whether the target has it: CUDA and
 // HIP do; the HIP-CPU runtime does not (its warps are the host's SIMD width, not 32), unless a
 // host simulation (tests/gpu_host_sim/sim_runtime.h) brings its own 32-lane shuffle.
+// ds4_shfl_down32_i: the same for an int (the int8 walks' exact partial sums).
 #if defined(__HIP_CPU_RT__)
 #if defined(DS4_GPU_SIM_SHUFFLE)
 #define DS4_GPU_SHUFFLE32 1
 __device__ inline float ds4_shfl_down32(float v, int s) { return ds4_sim_shfl_down32(v, s); }
+__device__ inline int ds4_shfl_down32_i(int v, int s) { return ds4_sim_shfl_down32_i(v, s); }
 #else
 #define DS4_GPU_SHUFFLE32 0
 #endif
 #elif defined(__CUDACC__) && !defined(__HIPCC__)
 #define DS4_GPU_SHUFFLE32 1
 __device__ inline float ds4_shfl_down32(float v, int s) { return __shfl_down_sync(0xffffffffu, v, s, 32); }
+__device__ inline int ds4_shfl_down32_i(int v, int s) { return __shfl_down_sync(0xffffffffu, v, s, 32); }
 #elif DS4_GPU_HAVE_RUNTIME
 #define DS4_GPU_SHUFFLE32 1
 __device__ inline float ds4_shfl_down32(float v, int s) { return __shfl_down(v, (unsigned)s, 32); }
+__device__ inline int ds4_shfl_down32_i(int v, int s) { return __shfl_down(v, (unsigned)s, 32); }
 #else
 // Device-only HIP compile: what HIP's __shfl_down does, from clang's AMDGPU builtins (the lane
 // index, then a read of lane l + s's register through ds_bpermute's byte address).
 #define DS4_GPU_SHUFFLE32 1
-__device__ inline float ds4_shfl_down32(float v, int s) {
+__device__ inline int ds4_shfl_down32_i(int v, int s) {
     const int lane = (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
     const int src = (lane & 31) + s < 32 ? lane + s : lane;
-    return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src << 2, __builtin_bit_cast(int, v)));
+    return __builtin_amdgcn_ds_bpermute(src << 2, v);
+}
+__device__ inline float ds4_shfl_down32(float v, int s) {
+    return __builtin_bit_cast(float, ds4_shfl_down32_i(__builtin_bit_cast(int, v), s));
 }
 #endif
 

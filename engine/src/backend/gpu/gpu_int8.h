@@ -205,40 +205,133 @@ __device__ inline void lane_dot_q8_0_int8(const uint8_t* const* rows, int64_t n,
     for (int64_t b = ln.lane; b < nb; b += ln.L) q8_0_int8_block<R, NC, WIDE>(rows, nb, b, xq, xd, acc);
 }
 
-// The matmuls' walk (gpu_matmul_int8.cu), in segments: a row's nb blocks split into L segments
-// of G = ceil(nb / L) consecutive blocks, lane s taking segment s (blocks s G .. s G + G, those
-// below nb) in block order from 0; segment_fold then adds the L segment sums left to right.
-// A tensor-core GEMM can give the same bits: it walks K in order with two accumulators per
-// output, the segment's and the fold (docs/gpu-backend.md, "Int8 columns").
-template <int R, int NC, bool WIDE>
-__device__ inline void segment_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln,
-                                             const int8_t* const* xq, const float* const* xd, float* acc) {
-    const int64_t nb = n / kInt8Block, G = (nb + ln.L - 1) / ln.L;
-    const int64_t end = (ln.lane + 1) * G < nb ? (ln.lane + 1) * G : nb;
-    if constexpr (R * NC <= 4) {  // blocks' loads in flight for the GEMVs of decode; wider calls would spill
-#pragma unroll 4
-        for (int64_t b = ln.lane * G; b < end; ++b) q8_0_int8_block<R, NC, WIDE>(rows, nb, b, xq, xd, acc);
-    } else {
-        for (int64_t b = ln.lane * G; b < end; ++b) q8_0_int8_block<R, NC, WIDE>(rows, nb, b, xq, xd, acc);
+// The Q8_0 matmuls' walk on int8 columns (gpu_matmul_int8.cu; the prefill GEMM,
+// gpu_gemm_int8.cu, gives the same bits): a row's nb blocks in kInt8Chains chains, chain k taking
+// blocks k, k + 8, k + 16, ... in order with acc = fma(dw, dx * isum, acc) from 0 (isum the
+// block's integer dot with the column, exact; dw, dx the row's and the column's scales), then
+// the 8 chain sums added in gpu_tree.h's tree (s = 4, 2, 1). A group of kInt8RowLanes lanes walks
+// a row: lanes 4k .. 4k + 3 are chain k, each reading 8 of its block's codes, so a warp's load is
+// one run of 256 bytes (step 23's segments, a lane's own run of blocks, touched 32 lines a load),
+// and the quarters' integer sums meet by shuffles, in any order since they are exact. The GEMM
+// keeps one chain a warp.
+constexpr int kInt8Chains = 8, kInt8RowLanes = 4 * kInt8Chains;
+
+// The lane's part of a block's isum over its quarter (8 codes) and, where shuffles exist, the
+// quad's sum in lane 4k; without them each lane reads the whole block (the same integer).
+#if DS4_GPU_SHUFFLE32
+constexpr int kInt8LaneWords = 2;
+__device__ inline int quad_isum(int p) {
+    p += ds4_shfl_down32_i(p, 1);
+    return p + ds4_shfl_down32_i(p, 2);
+}
+#else
+constexpr int kInt8LaneWords = 8;
+__device__ inline int quad_isum(int p) { return p; }
+#endif
+
+// kInt8LaneWords words at p (4-byte aligned; WIDE: 8-byte aligned).
+template <bool WIDE>
+__device__ inline void load_words(const uint8_t* p, uint32_t* w) {
+#pragma unroll
+    for (int m = 0; m < kInt8LaneWords; m += 2) {
+        if constexpr (WIDE) {
+            const Word2 v = reinterpret_cast<const Word2*>(p)[m / 2];
+            w[m] = v.lo, w[m + 1] = v.hi;
+        } else {
+            w[m] = rd32(p + 4 * m), w[m + 1] = rd32(p + 4 * m + 4);
+        }
     }
 }
 
-// out[c] (lane 0 of each group) = ((p_0 + p_1) + p_2) + ... + p_{L-1}, p_s lane s's acc[c]: the
-// segments' fold. part: NS x kDotBlock floats of shared memory. Every thread of the block calls
-// it; it ends with a barrier.
+// Steps a lane loads before it computes (a step: one block of each of its chain's R rows), so
+// a warp has U R x 256 bytes in flight: decode's one-row groups (wo_b: 32 steps a row) 8, its
+// 4-row groups 2 x 4 rows; calls of several columns reuse each step's words for their columns.
+template <int R, int NC>
+__host__ __device__ constexpr int int8_steps_in_flight() {
+    return R * NC == 1 ? 8 : R * NC <= 4 ? 4 : 1;
+}
+
+// acc[r * NC + c] (lane 4k: chain k's sum; other lanes' values are never read) for R Q8_0 rows
+// (the backend's split rows: nb x 32 codes, then nb f16 scales) against NC int8 columns (codes
+// xq[c], scales xd[c]). Every lane of the group steps together (the shuffles need them all): a
+// chain past the row's last block reads that block again and drops its sums. Every row pointer
+// must be a row of the matrix (callers repeat the last row past its end). WIDE: 8-byte loads.
+template <int R, int NC, bool WIDE>
+__device__ inline void chain_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, int lane, const int8_t* const* xq,
+                                           const float* const* xd, float* acc) {
+    constexpr int U = int8_steps_in_flight<R, NC>();
+    const int64_t nb = n / kInt8Block, steps = (nb + kInt8Chains - 1) / kInt8Chains;
+    const int k = lane / 4, off = DS4_GPU_SHUFFLE32 ? 8 * (lane % 4) : 0;
+    for (int64_t s0 = 0; s0 < steps; s0 += U) {
+        // The batch's loads first (the rows' words and scales and the columns' of U steps), then
+        // its products in step order.
+        uint32_t w[U][R][kInt8LaneWords], xw[U][NC][kInt8LaneWords];
+        float dw[U][R], dx[U][NC];
+        bool live[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t b0 = (s0 + u) * kInt8Chains + k;
+            live[u] = b0 < nb;
+            const int64_t b = live[u] ? b0 : nb - 1;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                load_words<WIDE>(rows[r] + 32 * b + off, w[u][r]);
+                dw[u][r] = h2f(rows[r] + 32 * nb + 2 * b);
+            }
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+                load_words<true>(reinterpret_cast<const uint8_t*>(xq[c]) + 32 * b + off, xw[u][c]);
+                dx[u][c] = xd[c][b];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    int p = 0;
+#pragma unroll
+                    for (int m = 0; m < kInt8LaneWords; ++m) p = dot4_s8(w[u][r][m], xw[u][c][m], p);
+                    p = quad_isum(p);
+                    const float a = ds4_fmaf(dw[u][r], dx[u][c] * small_int_to_f32(p), acc[r * NC + c]);
+                    acc[r * NC + c] = live[u] ? a : acc[r * NC + c];
+                }
+            }
+        }
+    }
+}
+
+// out[c] (lane 0 of the group) = the tree of the 8 chain sums acc[c] of lanes 0, 4, .., 28:
+// p[x] = p[x] + p[x + s] for s = 4, 2, 1. t: the thread's index in its block; part: NS x
+// kDotBlock floats of shared memory (used without shuffles). Every thread of the block calls it.
 template <int NS>
-__device__ inline void segment_fold(const float* acc, const Lanes& ln, float* part, float* out) {
-    const int t = ln.group * ln.L + ln.lane;
+__device__ inline void chain_reduce(float* acc, int lane, int t, float* part, float* out) {
+#if DS4_GPU_SHUFFLE32
+    (void)t, (void)part;
+#pragma unroll
+    for (int s = kInt8RowLanes / 2; s >= 4; s /= 2) {
+#pragma unroll
+        for (int c = 0; c < NS; ++c) acc[c] = acc[c] + ds4_shfl_down32(acc[c], s);
+    }
+    if (lane == 0) {
+        for (int c = 0; c < NS; ++c) out[c] = acc[c];
+    }
+#else
     for (int c = 0; c < NS; ++c) part[c * kDotBlock + t] = acc[c];
     ds4_sync_block();
-    if (ln.lane == 0) {
+    if (lane == 0) {
         for (int c = 0; c < NS; ++c) {
-            float v = part[c * kDotBlock + t];
-            for (int s = 1; s < ln.L; ++s) v = v + part[c * kDotBlock + t + s];
-            out[c] = v;
+            float p[kInt8Chains];
+            for (int k = 0; k < kInt8Chains; ++k) p[k] = part[c * kDotBlock + t + 4 * k];
+            for (int s = kInt8Chains / 2; s >= 1; s /= 2) {
+                for (int x = 0; x < s; ++x) p[x] = p[x] + p[x + s];
+            }
+            out[c] = p[0];
         }
     }
     ds4_sync_block();
+#endif
 }
 
 template <int R>
@@ -269,14 +362,14 @@ __device__ inline void int8_group_dot(const uint8_t* const* rows, int64_t n, con
     }
 }
 
-// segment_dot_q8_0_int8 as `wide` chooses the word loads.
+// chain_dot_q8_0_int8 as `wide` chooses the word loads.
 template <int R, int NC>
-__device__ inline void segment_group_dot_q8_0(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
-                                              const int8_t* const* xq, const float* const* xd, float* acc) {
+__device__ inline void chain_group_dot_q8_0(const uint8_t* const* rows, int64_t n, int lane, bool wide,
+                                            const int8_t* const* xq, const float* const* xd, float* acc) {
     if (wide) {
-        segment_dot_q8_0_int8<R, NC, true>(rows, n, ln, xq, xd, acc);
+        chain_dot_q8_0_int8<R, NC, true>(rows, n, lane, xq, xd, acc);
     } else {
-        segment_dot_q8_0_int8<R, NC, false>(rows, n, ln, xq, xd, acc);
+        chain_dot_q8_0_int8<R, NC, false>(rows, n, lane, xq, xd, acc);
     }
 }
 

@@ -223,13 +223,12 @@ bool moe_plan_with_h();
 void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gate_up, ExpertWalk down, void* s);
 
 // ---- gpu_gemm_int8.cu ----
-// Whether a Q8_0 matmul on int8 columns of ncols columns, L segments a row, runs as the prefill
-// GEMM: more than 8 columns, x groups of whole row tiles, and DS4KIT_GPU_INT8_GEMM not never (the
-// GEMM gives the GEMV's bits; never is for measuring).
-bool gemm_int8_for(int ncols, int L, int64_t x_group_rows, int64_t x_groups);
-// The GEMM (gpu_gemm_int8.cu) of n_rows Q8_0 rows at W against int8 columns x, with the GEMV's
-// L segments (int8_q8_lanes of the tensor).
-void launch_gemm_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int L, const Int8Cols& x,
+// Whether a Q8_0 matmul on int8 columns of ncols columns runs as the prefill GEMM: more than 8
+// columns, x groups of whole 16-row tiles, and DS4KIT_GPU_INT8_GEMM not never (the GEMM gives
+// the GEMV's bits; never is for measuring).
+bool gemm_int8_for(int ncols, int64_t x_group_rows, int64_t x_groups);
+// The GEMM (gpu_gemm_int8.cu) of n_rows Q8_0 rows at W against int8 columns x.
+void launch_gemm_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, const Int8Cols& x,
                       int ncols, float* Y, int64_t ldy, int64_t x_group_rows, int64_t x_groups, void* s);
 
 // ---- gpu_matmul_int8.cu ----

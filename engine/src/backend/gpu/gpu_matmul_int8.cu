@@ -1,30 +1,30 @@
 // Q8_0 matmuls on int8 columns (DS4KIT_GPU_INT8=all; gpu_kernels.h int8_matmul_for): the
 // attention's projections, the head and every other Q8_0 matrix. A Q8_0 block's 32 codes times
 // the column's 32 int8 values are an exact integer (eight dp4a), so the float work per weight
-// falls to a quarter of an fma, where the float walk (gpu_dot.h) converts and multiplies each
-// code. The walk is gpu_int8.h's segment_dot_q8_0_int8 (lane s of L: the s-th run of
-// consecutive blocks, then the L segment sums folded left to right), the same for every column
-// count and row group, so verify == decode == prefill holds; the oracle is the float64
-// reference with int8 columns (tests/gpu/test_gpu_int8.py). A tensor-core prefill walking K in
-// order with a segment and a fold accumulator per output can give the same bits
-// (docs/gpu-backend.md, "Int8 columns").
+// falls to a sixteenth of an fma, where the float walk (gpu_dot.h) converts and multiplies each
+// code, and a column is a byte a value where the float walk reads four. The walk is gpu_int8.h's
+// chain_dot_q8_0_int8 (a row in 8 chains of blocks k, k + 8, ..., then a tree over the chains),
+// the same for every column count and row group, so verify == decode == prefill holds (the
+// prefill GEMM, gpu_gemm_int8.cu, keeps a chain a warp); the oracle is the float64 reference
+// with int8 columns (tests/gpu/test_gpu_int8.py).
 #include "backend/gpu/gpu_int8.h"
-#include "backend/gpu/gpu_matmul_kernels.h"  // MatmulSetArgs
+#include "backend/gpu/gpu_matmul_kernels.h"  // MatmulSetArgs, strided_grid
 
 #include <stdint.h>
 
-// matmul_block's work on int8 columns: R rows a group of L lanes, column batch block y of NC
-// columns; column c's group g (rows g x_group_rows ..) is int8 column c x_groups + g.
+// matmul_block's work on int8 columns: R rows a group of kInt8RowLanes lanes, column batch block
+// y of NC columns; column c's group g (rows g x_group_rows ..) is int8 column c x_groups + g.
+// Every group walks (rows past the matrix repeat its last row, their sums dropped): the walk's
+// shuffles need every lane.
 template <int NC, int R>
 __device__ inline void matmul_int8_block(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows,
-                                         const int8_t* q, const float* d, int ncols, float* Y, int64_t ldy, int L,
-                                         int wide, int64_t x_group_rows, int64_t x_groups, unsigned block,
-                                         float* part) {
-    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(L);
+                                         const int8_t* q, const float* d, int ncols, float* Y, int64_t ldy, int wide,
+                                         int64_t x_group_rows, int64_t x_groups, unsigned block, float* part) {
+    const ds4::gpu::Lanes ln = ds4::gpu::dot_lanes_of_thread(ds4::gpu::kInt8RowLanes);
     const int64_t r0 = ds4::gpu::group_row_in(ln, R, block);
     const int c_first = (int)ds4_block_y() * NC;
     const int nc = ncols - c_first < NC ? ncols - c_first : NC;
-    const int64_t g = r0 < n_rows ? r0 / x_group_rows : 0;
+    const int64_t g = (r0 < n_rows ? r0 : n_rows - 1) / x_group_rows;
     const int8_t* xq[NC];
     const float* xd[NC];
     for (int c = 0; c < NC; ++c) {  // a column past the call's repeats the first; its sums are dropped
@@ -36,8 +36,8 @@ __device__ inline void matmul_int8_block(const uint8_t* W, uint64_t row_bytes, i
     for (int r = 0; r < R; ++r) rows[r] = W + (uint64_t)(r0 + r < n_rows ? r0 + r : n_rows - 1) * row_bytes;
     float acc[R * NC], out[R * NC];
     for (int k = 0; k < R * NC; ++k) acc[k] = 0.0f;
-    if (r0 < n_rows) ds4::gpu::segment_group_dot_q8_0<R, NC>(rows, n, ln, wide != 0, xq, xd, acc);
-    ds4::gpu::segment_fold<R * NC>(acc, ln, part, out);
+    ds4::gpu::chain_group_dot_q8_0<R, NC>(rows, n, ln.lane, wide != 0, xq, xd, acc);
+    ds4::gpu::chain_reduce<R * NC>(acc, ln.lane, (int)ds4_thread_x(), part, out);
     if (ln.lane == 0) {
         for (int r = 0; r < R; ++r) {  // constant bounds: out stays in registers
             for (int c = 0; c < NC; ++c) {
@@ -47,19 +47,23 @@ __device__ inline void matmul_int8_block(const uint8_t* W, uint64_t row_bytes, i
     }
 }
 
+// Blocks (b, g): row block b of the matrix, and on a strided grid (one column a pass, as the
+// float kernels) b + the grid's x, ... (a block's row blocks are the same for all its lanes).
 template <int NC, int R>
 __global__ void DS4_DOT_BOUNDS ds4_matmul_int8_kernel(const uint8_t* W, uint64_t row_bytes, int64_t n, int64_t n_rows,
                                                       const int8_t* q, const float* d, int ncols, float* Y,
-                                                      int64_t ldy, int L, int wide, int64_t x_group_rows,
-                                                      int64_t x_groups) {
+                                                      int64_t ldy, int wide, int64_t x_group_rows, int64_t x_groups) {
     ds4_kernel_entry();
     __shared__ float part[R * NC * ds4::gpu::kDotBlock];
-    matmul_int8_block<NC, R>(W, row_bytes, n, n_rows, q, d, ncols, Y, ldy, L, wide, x_group_rows, x_groups,
-                             ds4_block_x(), part);
+    const unsigned blocks = ds4::gpu::dot_row_blocks(n_rows, ds4::gpu::kInt8RowLanes, R);
+    const unsigned stride = strided_grid(NC) ? ds4_grid_dim_x() : blocks;
+    for (unsigned b = ds4_block_x(); b < blocks; b += stride) {
+        matmul_int8_block<NC, R>(W, row_bytes, n, n_rows, q, d, ncols, Y, ldy, wide, x_group_rows, x_groups, b, part);
+    }
 }
 
 // ds4_matmul_set_kernel on int8 columns: matrix i takes the blocks from its first_block, each
-// computed as ds4_matmul_int8_kernel computes it for that matrix alone (its L in part[i].L).
+// computed as ds4_matmul_int8_kernel computes it for that matrix alone.
 template <int NC>
 __global__ void DS4_DOT_BOUNDS ds4_matmul_set_int8_kernel(MatmulSetArgs a, int64_t n, const int8_t* q, const float* d,
                                                           int ncols) {
@@ -67,14 +71,14 @@ __global__ void DS4_DOT_BOUNDS ds4_matmul_set_int8_kernel(MatmulSetArgs a, int64
     __shared__ float part[NC * ds4::gpu::kDotBlock];
     const unsigned b = ds4_block_x();
     const MatmulSetPart m = set_part_of(a, b);
-    matmul_int8_block<NC, 1>(m.W, m.row_bytes, n, m.n_rows, q, d, ncols, m.Y, m.ldy, m.L, m.wide, m.n_rows, 1,
+    matmul_int8_block<NC, 1>(m.W, m.row_bytes, n, m.n_rows, q, d, ncols, m.Y, m.ldy, m.wide, m.n_rows, 1,
                              b - m.first_block, part);
 }
 
 #define DS4_MATMUL_INT8(NC, R)                                                                                   \
     template __global__ void ds4_matmul_int8_kernel<NC, R>(const uint8_t*, uint64_t, int64_t, int64_t,            \
                                                            const int8_t*, const float*, int, float*, int64_t, int, \
-                                                           int, int64_t, int64_t);
+                                                           int64_t, int64_t);
 #define DS4_MATMUL_INT8_NC(NC) DS4_MATMUL_INT8(NC, 1) DS4_MATMUL_INT8(NC, ds4::gpu::max_group_rows<NC>())
 #define DS4_MATMUL_SET_INT8(NC) \
     template __global__ void ds4_matmul_set_int8_kernel<NC>(MatmulSetArgs, int64_t, const int8_t*, const float*, int);
@@ -101,10 +105,10 @@ namespace gpu {
 namespace {
 
 using Int8Kernel = void (*)(const uint8_t*, uint64_t, int64_t, int64_t, const int8_t*, const float*, int, float*,
-                            int64_t, int, int, int64_t, int64_t);
+                            int64_t, int, int64_t, int64_t);
 using Int8SetKernel = void (*)(MatmulSetArgs, int64_t, const int8_t*, const float*, int);
 
-// The kernel of a call's shape (matmul_shape: the float kernels' choice).
+// The kernel of a call's shape.
 Int8Kernel int8_kernel_of(const MatmulShape& s) {
     if (s.wide) return ds4_matmul_int8_kernel<kWideCols, kWideRows>;
     const bool one = s.R == 1;
@@ -122,41 +126,37 @@ Int8SetKernel int8_set_kernel_of(int NC) {
                      : ds4_matmul_set_int8_kernel<8>;
 }
 
-// Segments (lanes) per row, from the matrix's shape alone: four blocks a segment (a GEMM's
-// k-tile of 128 values), up to a block's 256 threads. A warp of lanes then reads a row's codes in
-// one sweep, as the float kernels' 32+ lanes a row do (dot_lanes). The first rule (lanes doubled
-// until rows x lanes reached 128K threads, with row groups of 4) gave the head 2 lanes of 64
-// blocks and 253 blocks of threads: decode at 2.92 ms against 1.97 on floats (H200, run 23).
-int int8_q8_lanes(int64_t rows, int64_t n_in) {
-    (void)rows;  // dot_lanes' signature, which matmul_set_args takes; this rule needs n_in only
-    const int64_t nb = n_in / kInt8Block;
-    int L = 1;
-    while (L < kDotBlock && nb / (2 * L) >= 4) L *= 2;
-    return L;
+// Lanes a row: always a chain walk's kInt8RowLanes (matmul_set_args takes a rule of the shape).
+int int8_row_lanes(int64_t, int64_t) { return kInt8RowLanes; }
+
+// The shape: the float kernels' rule (matmul_shape: R-row groups from 8192 rows for one column,
+// 4096 for more; wide 4 x 4 calls), except that a one-column call keeps one column (the float
+// rule's 2-row groups for 4096-8191 rows run its 2-column kernel).
+MatmulShape int8_shape(int64_t n_rows, int64_t tensor_rows, int ncols, int64_t x_group_rows) {
+    MatmulShape sh = matmul_shape(n_rows, tensor_rows, kInt8RowLanes, ncols, x_group_rows);
+    if (!sh.wide && sh.NC != narrow_cols_for(ncols)) sh.NC = narrow_cols_for(ncols), sh.R = 1;
+    return sh;
 }
 
 void launch_int8_with(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int64_t tensor_rows,
                       const Int8Cols& x, int ncols, float* Y, int64_t ldy, int64_t x_group_rows, int64_t x_groups,
                       void* s) {
-    const int L = int8_q8_lanes(tensor_rows, n_in);
-    if (gemm_int8_for(ncols, L, x_group_rows, x_groups)) {  // a prefill block: the GEMM, the same bits
-        launch_gemm_int8(W, row_bytes, n_in, n_rows, L, x, ncols, Y, ldy, x_group_rows, x_groups, s);
+    if (gemm_int8_for(ncols, x_group_rows, x_groups)) {  // a prefill block: the GEMM, the same bits
+        launch_gemm_int8(W, row_bytes, n_in, n_rows, x, ncols, Y, ldy, x_group_rows, x_groups, s);
         return;
     }
-    MatmulShape sh = matmul_shape(n_rows, tensor_rows, L, ncols, x_group_rows);
-    // No row groups: with groups of 4 rows a thread the head ran on 253 blocks (run 23). Rows a
-    // thread do not change a row's walk. Decode gained (2.92 -> 2.63 ms) but verify of 8 columns
-    // lost (6.72 -> 8.28 ms, the lanes rule changed too): groups for ncols > 1 are still to try.
-    if (!sh.wide) sh.R = 1, sh.NC = narrow_cols_for(ncols);  // the float rule's 2-row one-column calls: one column
-    const dim3 g(dot_row_blocks(n_rows, L, sh.R), (unsigned)((ncols + sh.NC - 1) / sh.NC));
-    ds4_launch(int8_kernel_of(sh), g, dim3(kDotBlock), s, W, row_bytes, n_in, n_rows, x.q, x.d, ncols, Y, ldy, L,
+    const MatmulShape sh = int8_shape(n_rows, tensor_rows, ncols, x_group_rows);
+    const Int8Kernel k = int8_kernel_of(sh);
+    const unsigned gy = (unsigned)((ncols + sh.NC - 1) / sh.NC);
+    const unsigned gx = matmul_grid_x((const void*)k, sh.NC, dot_row_blocks(n_rows, kInt8RowLanes, sh.R), gy);
+    ds4_launch(k, dim3(gx, gy), dim3(kDotBlock), s, W, row_bytes, n_in, n_rows, x.q, x.d, ncols, Y, ldy,
                dot_wide_at(8, W, row_bytes), x_group_rows, x_groups);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_int8_kernel");
 }
 
 void launch_int8_set(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, const Int8Cols& x, int ncols,
                      void* s) {
-    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n_in, 8, int8_q8_lanes);
+    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n_in, 8, int8_row_lanes);
     const int NC = narrow_cols_for(ncols);
     ds4_launch(int8_set_kernel_of(NC), dim3(a.blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s, a, n_in,
                x.q, x.d, ncols);
