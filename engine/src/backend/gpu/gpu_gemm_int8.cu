@@ -71,7 +71,8 @@ extern "C" __global__ void DS4_DOT_BOUNDS ds4_gemm_int8_kernel(const uint8_t* W,
         }
         for (int c = t; c < kGemmRows * NB; c += kGemmThreads) {
             const int64_t b = j * NB + c % NB;
-            Ad[c] = b < nb ? ds4::gpu::h2f(row_ptr(c / NB) + 32 * nb + 2 * b) : 0.0f;
+            const uint8_t* sp = row_ptr(c / NB) + 32 * nb + 2 * b;
+            Ad[c] = b >= nb ? 0.0f : mode > 0 ? ds4::gpu::f16_at<true>(sp) : ds4::gpu::f16_at<false>(sp);
         }
         for (int c = t; c < kGemmBChunks; c += kGemmThreads) {
             const int col = c / (2 * NB), e = (c % (2 * NB)) / 2, half = c % 2;

@@ -173,7 +173,7 @@ __device__ inline void q8_0_int8_block(const uint8_t* const* rows, int64_t nb, i
                 w[r][2 * m] = rd32(codes + 8 * m), w[r][2 * m + 1] = rd32(codes + 8 * m + 4);
             }
         }
-        dw[r] = h2f(rows[r] + 32 * nb + 2 * b);
+        dw[r] = f16_at<WIDE>(rows[r] + 32 * nb + 2 * b);
     }
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
@@ -276,7 +276,7 @@ __device__ inline void chain_dot_q8_0_int8(const uint8_t* const* rows, int64_t n
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 load_words<WIDE>(rows[r] + 32 * b + off, w[u][r]);
-                dw[u][r] = h2f(rows[r] + 32 * nb + 2 * b);
+                dw[u][r] = f16_at<WIDE>(rows[r] + 32 * nb + 2 * b);
             }
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
