@@ -152,11 +152,12 @@ def scale_byte_for(step: float) -> int:
     return int(ok[np.argmin(np.abs(np.log(_SCALE_TABLE[ok]) - np.log(step)))])
 
 
-def random_blocks(rng: np.random.Generator, n_blocks: int, type_id: int, std: float) -> bytes:
-    """Random valid blocks whose decoded weights have RMS close to `std` (zero mean).
+# Blocks drawn, packed and summed per chunk: a full-width expert tensor is 67M blocks, whose codes
+# as one int64 array (17 GB) with its temporaries ran a writer process out of memory (step 32).
+_CHUNK_BLOCKS = 1 << 20
 
-    2-4 bit codes are drawn uniformly (2-bit: with zero-mean frequencies); 6/8-bit codes are rounded Gaussians (as a real
-    quantiser would produce), which keeps the scale byte in the fine-grained range."""
+
+def _random_codes(rng: np.random.Generator, n_blocks: int, type_id: int, std: float) -> np.ndarray:
     layout = LAYOUTS[type_id]
     if layout.bits >= 6:
         max_mag = 127 if layout.bits == 8 else 31
@@ -165,18 +166,34 @@ def random_blocks(rng: np.random.Generator, n_blocks: int, type_id: int, std: fl
         s = float(scale_of_byte(scale_byte_for(std / (0.3 * max_mag))))
         sigma_codes = min(std / s, 0.45 * max_mag)
         v = np.clip(np.rint(rng.standard_normal((n_blocks, QK)) * sigma_codes), -max_mag, max_mag).astype(np.int64)
-        codes = (v & 0xFF) if layout.bits == 8 else (np.abs(v) | np.where(v < 0, 32, 0))
-    elif type_id == 107:
+        return (v & 0xFF) if layout.bits == 8 else (np.abs(v) | np.where(v < 0, 32, 0))
+    if type_id == 107:
         # The spec codebook {-1, 0, 1, 2} is lopsided: uniform codes would average +0.5.
         # These frequencies give zero mean, as a real quantiser of zero-mean weights does.
-        codes = rng.choice(4, size=(n_blocks, QK), p=(0.4, 0.25, 0.3, 0.05))
-    else:
-        allowed = _allowed_codes(type_id)
-        codes = allowed[rng.integers(0, allowed.size, size=(n_blocks, QK))]
-    code_rms_here = float(np.sqrt(np.mean(code_values(type_id)[codes] ** 2))) or 1.0
+        return rng.choice(4, size=(n_blocks, QK), p=(0.4, 0.25, 0.3, 0.05))
+    allowed = _allowed_codes(type_id)
+    return allowed[rng.integers(0, allowed.size, size=(n_blocks, QK))]
+
+
+def random_blocks(rng: np.random.Generator, n_blocks: int, type_id: int, std: float) -> bytes:
+    """Random valid blocks whose decoded weights have RMS close to `std` (zero mean).
+
+    2-4 bit codes are drawn uniformly (2-bit: with zero-mean frequencies); 6/8-bit codes are rounded Gaussians (as a real
+    quantiser would produce), which keeps the scale byte in the fine-grained range. Codes are drawn and packed
+    _CHUNK_BLOCKS blocks at a time, then every block's scale byte."""
+    layout = LAYOUTS[type_id]
+    values = code_values(type_id)
+    packed, square_sum = [], 0.0
+    for first in range(0, n_blocks, _CHUNK_BLOCKS):
+        codes = _random_codes(rng, min(_CHUNK_BLOCKS, n_blocks - first), type_id, std)
+        square_sum += float(np.sum(values[codes] ** 2))
+        packed.append(_pack_codes(codes, layout))
+    code_rms_here = float(np.sqrt(square_sum / (n_blocks * QK))) if n_blocks else 0.0
+    code_rms_here = code_rms_here or 1.0
     e0 = scale_byte_for(std / code_rms_here)
     e = np.full((n_blocks, layout.n_scales), e0, dtype=np.int64)
     if e0 >= 9:  # +-1 step of jitter (about 12%) where steps are fine, so blocks are not all alike
         e = np.clip(e + rng.integers(-1, 2, size=e.shape), 1, MAX_SCALE_BYTE)
-    out = np.concatenate([_pack_codes(codes, layout), e.astype(np.uint8)], axis=1)
+    codes_bytes = np.concatenate(packed) if packed else np.zeros((0, layout.code_bytes), np.uint8)
+    out = np.concatenate([codes_bytes, e.astype(np.uint8)], axis=1)
     return out.tobytes()

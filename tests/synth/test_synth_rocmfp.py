@@ -64,6 +64,22 @@ def test_random_blocks_pack_and_unpack_consistently(type_id):
     assert (raw[:, layout.code_bytes:] <= rocmfp.MAX_SCALE_BYTE).all() and (raw[:, layout.code_bytes:] > 0).all()
 
 
+@pytest.mark.parametrize("type_id", [101, 107])
+def test_random_blocks_in_chunks_are_the_unchunked_blocks_codes(type_id, monkeypatch):
+    """Codes are drawn chunk by chunk (a full-width expert tensor at once ran a writer out of
+    memory): chunks of 7 blocks give the same codes as one chunk (107 draws them by rng.choice,
+    whose stream does not depend on how it is split), and the scales still give about `std`."""
+    layout = rocmfp.LAYOUTS[type_id]
+    whole = np.frombuffer(rocmfp.random_blocks(np.random.default_rng(3), 50, type_id, 0.02), np.uint8)
+    monkeypatch.setattr(rocmfp, "_CHUNK_BLOCKS", 7)
+    chunked = np.frombuffer(rocmfp.random_blocks(np.random.default_rng(3), 50, type_id, 0.02), np.uint8)
+    whole, chunked = whole.reshape(50, layout.block_bytes), chunked.reshape(50, layout.block_bytes)
+    if type_id == 107:
+        np.testing.assert_array_equal(chunked[:, :layout.code_bytes], whole[:, :layout.code_bytes])
+    rms = float(np.sqrt(np.mean(rocmfp.dequantize(chunked.tobytes(), type_id) ** 2)))
+    assert 0.01 < rms < 0.04, rms
+
+
 def test_truncated_block_buffer_is_rejected():
     with pytest.raises(ValueError, match="Q6_0_ROCMFPX: 25 bytes"):
         rocmfp.dequantize(bytes(25), 102)

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Step 33 on the lent GPU (prepared at step 32, not yet run), one stage per argument (carry .whl):
+#   bash reports/examples/gpu-speed-h200/33-run.sh scale ncu rocmfp2
+# scale: 98a5ce1 (33-f16-scale.diff: the int8 walks' f16 scale by one 16-bit load and the
+# hardware conversion instead of two byte loads and the software one) against the code before
+# it by scripts/gpu-diff-ab: one hash per model expected (the conversion is exact), decode /
+# verify / 512-token prefill under the default (the Q8_0 shared expert takes the new load);
+# then this tree's DS4KIT_GPU_INT8=auto against all (where the chain order stands with it).
+# ncu: Nsight Compute on all's int8 GEMVs of the first decoded token (q_b, wo_b, the head:
+# why 21 us where the float kernel takes 15 for the same rows, step 32), beside the float
+# kernel of q_b; stalls by instruction for the one-column 4-row kernel (scripts/ncu-stalls).
+# rocmfp2: the issue's file with ROCMFP2 (type 107) experts, ours only (8 writer processes now
+# that the generator draws codes in chunks; step 32's 2 workers ran past 540 s).
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+d=reports/examples/gpu-speed-h200
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$OUT/33-device.txt" 2>&1
+for stage in "$@"; do
+  t0=$(date +%s)
+  case $stage in
+    scale) PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-diff-ab "$d/33-f16-scale.diff" "$OUT/scale" hash ab
+           cp "$OUT/scale/hash.txt" "$OUT/33-scale-hash.txt"; cp "$OUT/scale/ab.txt" "$OUT/33-scale-ab.txt"
+           PY=${PYTHON:-python3}
+           export PYTHONPATH="$PWD/build/v-after:/tmp/ds4kit-site" PYTHONUNBUFFERED=1
+           PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} PY=$PY bash scripts/gpu-env-ab "$OUT/int8" \
+             "DS4KIT_GPU_INT8=auto" "DS4KIT_GPU_INT8=all" >/dev/null 2>&1
+           grep -v counters "$OUT/int8/env-ab.txt" | tee "$OUT/33-int8-ab.txt" ;;
+    ncu) source scripts/gpu-build "$OUT/build.log" || exit 3
+         model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
+         DS4KIT_GPU_INT8=all timeout ${NCU_TIMEOUT:-240} ncu --clock-control none --kernel-name-base demangled \
+           -k "regex:ds4_matmul_(int8_)?kernel" --launch-skip ${NCU_SKIP:-40} --launch-count ${NCU_COUNT:-12} \
+           --section SpeedOfLight --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
+           --section Occupancy --section LaunchStats --section InstructionStats \
+           "$PY" scripts/gpu-decode-profile "$model" --prompt 8 --tokens 2 --no-verify --no-profile \
+           >"$OUT/33-ncu-int8.txt" 2>&1
+         grep -E "ds4_matmul|Duration|DRAM Throughput|Executed Instructions  |No Eligible|Achieved Occupancy|Grid Size|Stall" \
+           "$OUT/33-ncu-int8.txt" | head -80
+         DS4KIT_GPU_INT8=all timeout 200 ncu --clock-control none --kernel-name-base demangled \
+           -k "regex:ds4_matmul_int8_kernel<\(int\)1, \(int\)4>" --launch-skip 20 --launch-count 1 \
+           --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
+           "$PY" scripts/gpu-decode-profile "$model" --prompt 8 --tokens 2 --no-verify --no-profile \
+           >"$OUT/33-ncu-src-int8.csv" 2>&1
+         "$PY" scripts/ncu-stalls "$OUT/33-ncu-src-int8.csv" >"$OUT/33-ncu-src-int8.txt" 2>&1; head -40 "$OUT/33-ncu-src-int8.txt" ;;
+    rocmfp2) source scripts/gpu-build "$OUT/build.log" || exit 3
+             model=$(SPEED_EXPERTS_TYPE=107 bash scripts/gpu-speed-model /tmp/synth-107) || exit 4
+             timeout 150 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --no-profile >"$OUT/33-rocmfp2.txt" 2>&1
+             grep -hE "^cuda|decode median|verify ms|prefill" "$OUT/33-rocmfp2.txt" ;;
+    *) echo "33-run.sh: unknown stage $stage (scale, ncu, rocmfp2)" >&2; exit 2 ;;
+  esac
+  echo "stage $stage: $(( $(date +%s) - t0 )) s"
+done
