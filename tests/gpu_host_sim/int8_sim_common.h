@@ -75,7 +75,8 @@ std::vector<float> columns_of(int64_t n, int64_t ncols, std::mt19937_64& rng) {
 }
 
 // Y (ncols x rows) from ds4_matmul_int8_kernel<NC, R>: a block per row block, or (gx > 0) a
-// grid of gx blocks striding over them (the one-column kernels' strided grid).
+// grid of gx blocks striding over them (the one-column kernels' strided grid). wide: word loads
+// where the rows allow them (the launcher's rule), byte loads elsewhere.
 template <int NC, int R>
 std::vector<float> run(const Q8Rows& w, const Cols& c, int64_t ncols, int wide, int64_t x_group_rows = 0,
                        int64_t x_groups = 1, unsigned gx = 0) {
@@ -83,6 +84,7 @@ std::vector<float> run(const Q8Rows& w, const Cols& c, int64_t ncols, int wide, 
     const int64_t values = ncols * x_groups * w.n;
     const int64_t xg = x_group_rows > 0 ? x_group_rows : w.rows;
     const unsigned blocks = ds4::gpu::dot_row_blocks(w.rows, ds4::gpu::kInt8RowLanes, R);
+    wide = wide && ds4::gpu::dot_wide_at(ds4::gpu::kInt8LoadBytes, w.bytes.data(), w.row_bytes);
     sim_launch(gx > 0 ? gx : blocks, (unsigned)((ncols + NC - 1) / NC), ds4::gpu::kDotBlock, [&] {
         ds4_matmul_int8_kernel<NC, R>(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols,
                                       y.data(), w.rows, wide, xg, x_groups);

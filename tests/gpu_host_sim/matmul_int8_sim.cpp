@@ -100,8 +100,9 @@ float serial_dot(const Q8Rows& w, int64_t r, const Cols& c, int64_t values, int6
 }
 
 void order_case(int64_t rows, int64_t n, int wide, unsigned gx = 0) {
+    wide = wide && ds4::gpu::dot_wide_at(ds4::gpu::kInt8LoadBytes, nullptr, (uint64_t)(n / 32 * 34));
     const std::string name = std::to_string(rows) + " rows of " + std::to_string(n) + ", " +
-                             (wide ? "8-byte" : "byte") + " loads" +
+                             (wide ? "word" : "byte") + " loads" +
                              (gx ? ", a strided grid of " + std::to_string(gx) : std::string(""));
     std::mt19937_64 rng((uint64_t)(rows * 131 + n * 7 + wide));
     const Q8Rows w = random_q8(rows, n, rng);
@@ -197,7 +198,9 @@ void set_case(const std::vector<int64_t>& parts, int64_t n, int ncols) {
     for (size_t p = 0; p < parts.size(); ++p) {
         set[p].assign((size_t)(parts[p] * ncols), -2.0f);
         a.part[p] = MatmulSetPart{W[p].bytes.data(), W[p].row_bytes, W[p].rows, set[p].data(), W[p].rows,
-                                  ds4::gpu::kInt8RowLanes, 1, blocks};
+                                  ds4::gpu::kInt8RowLanes,
+                                  ds4::gpu::dot_wide_at(ds4::gpu::kInt8LoadBytes, W[p].bytes.data(), W[p].row_bytes),
+                                  blocks};
         blocks += ds4::gpu::dot_row_blocks(W[p].rows, ds4::gpu::kInt8RowLanes, 1);
     }
     sim_launch(blocks, (unsigned)((ncols + NC - 1) / NC), ds4::gpu::kDotBlock,

@@ -210,58 +210,70 @@ __device__ inline void lane_dot_q8_0_int8(const uint8_t* const* rows, int64_t n,
 // blocks k, k + 8, k + 16, ... in order with acc = fma(dw, dx * isum, acc) from 0 (isum the
 // block's integer dot with the column, exact; dw, dx the row's and the column's scales), then
 // the 8 chain sums added in gpu_tree.h's tree (s = 4, 2, 1). A group of kInt8RowLanes lanes walks
-// a row: lanes 4k .. 4k + 3 are chain k, each reading 8 of its block's codes, so a warp's load is
-// one run of 256 bytes (step 23's segments, a lane's own run of blocks, touched 32 lines a load),
-// and the quarters' integer sums meet by shuffles, in any order since they are exact. The GEMM
-// keeps one chain a warp.
-constexpr int kInt8Chains = 8, kInt8RowLanes = 4 * kInt8Chains;
+// a row: kInt8ChainLanes lanes a chain (lanes Q k .. Q k + Q - 1 are chain k), each reading 32 / Q
+// of its block's codes, so a warp's load is one run of consecutive bytes (step 23's segments, a
+// lane's own run of blocks, touched 32 lines a load), and the lanes' integer partial sums meet by
+// shuffles, in any order since they are exact. Q changes no bit. The GEMM keeps one chain a warp.
+constexpr int kInt8Chains = 8, kInt8ChainLanes = 4, kInt8RowLanes = kInt8ChainLanes * kInt8Chains;
+static_assert(kInt8ChainLanes == 2 || kInt8ChainLanes == 4, "a chain's lanes read 16 or 8 bytes of a block");
 
-// The lane's part of a block's isum over its quarter (8 codes) and, where shuffles exist, the
-// quad's sum in lane 4k; without them each lane reads the whole block (the same integer).
+// The lane's part of a block's isum over its share (32 / Q codes) and, where shuffles exist, the
+// chain's sum in its first lane; without them each lane reads the whole block (the same integer).
 #if DS4_GPU_SHUFFLE32
-constexpr int kInt8LaneWords = 2;
-__device__ inline int quad_isum(int p) {
-    p += ds4_shfl_down32_i(p, 1);
-    return p + ds4_shfl_down32_i(p, 2);
+constexpr int kInt8LaneWords = 8 / kInt8ChainLanes;
+__device__ inline int chain_isum(int p) {
+#pragma unroll
+    for (int s = 1; s < kInt8ChainLanes; s *= 2) p += ds4_shfl_down32_i(p, s);
+    return p;
 }
 #else
 constexpr int kInt8LaneWords = 8;
-__device__ inline int quad_isum(int p) { return p; }
+__device__ inline int chain_isum(int p) { return p; }
 #endif
 
-// kInt8LaneWords words at p (4-byte aligned; WIDE: 8-byte aligned).
+// kInt8LaneWords words at p: WIDE (p aligned to kInt8LoadBytes, the lane's share of a block)
+// by one load of them all, else by bytes.
+constexpr int kInt8LoadBytes = 4 * kInt8LaneWords;
 template <bool WIDE>
 __device__ inline void load_words(const uint8_t* p, uint32_t* w) {
+    if constexpr (WIDE && kInt8LaneWords == 4) {
+        const uint4_t v = *reinterpret_cast<const uint4_t*>(p);
+        w[0] = v.a, w[1] = v.b, w[2] = v.c, w[3] = v.d;
+    } else {
 #pragma unroll
-    for (int m = 0; m < kInt8LaneWords; m += 2) {
-        if constexpr (WIDE) {
-            const Word2 v = reinterpret_cast<const Word2*>(p)[m / 2];
-            w[m] = v.lo, w[m + 1] = v.hi;
-        } else {
-            w[m] = rd32(p + 4 * m), w[m + 1] = rd32(p + 4 * m + 4);
+        for (int m = 0; m < kInt8LaneWords; m += 2) {
+            if constexpr (WIDE) {
+                const Word2 v = reinterpret_cast<const Word2*>(p)[m / 2];
+                w[m] = v.lo, w[m + 1] = v.hi;
+            } else {
+                w[m] = rd32(p + 4 * m), w[m + 1] = rd32(p + 4 * m + 4);
+            }
         }
     }
 }
 
-// Steps a lane loads before it computes (a step: one block of each of its chain's R rows), so
-// a warp has U R x 256 bytes in flight: decode's one-row groups (wo_b: 32 steps a row) 8, its
-// 4-row groups 2 x 4 rows; calls of several columns reuse each step's words for their columns.
+// Steps a lane loads before it computes (a step: one block of each of its chain's R rows), so a
+// lane has U R x kInt8LoadBytes in flight: with 8-byte shares, decode's one-row groups (wo_b: 32
+// steps a row) 8 steps, its 4-row groups 4; calls of several columns reuse each step's words for
+// their columns. Wider shares take proportionally fewer steps (the same bytes, no spills).
 template <int R, int NC>
 __host__ __device__ constexpr int int8_steps_in_flight() {
-    return R * NC == 1 ? 8 : R * NC <= 4 ? 4 : 1;
+    constexpr int steps = (R * NC == 1 ? 8 : R * NC <= 4 ? 4 : 1) * 2 / kInt8LaneWords;
+    return steps > 0 ? steps : 1;
 }
 
-// acc[r * NC + c] (lane 4k: chain k's sum; other lanes' values are never read) for R Q8_0 rows
+// acc[r * NC + c] (lane Q k: chain k's sum; other lanes' values are never read) for R Q8_0 rows
 // (the backend's split rows: nb x 32 codes, then nb f16 scales) against NC int8 columns (codes
 // xq[c], scales xd[c]). Every lane of the group steps together (the shuffles need them all): a
 // chain past the row's last block reads that block again and drops its sums. Every row pointer
-// must be a row of the matrix (callers repeat the last row past its end). WIDE: 8-byte loads.
+// must be a row of the matrix (callers repeat the last row past its end). WIDE: the rows allow
+// loads of kInt8LoadBytes.
 template <int R, int NC, bool WIDE>
 __device__ inline void chain_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, int lane, const int8_t* const* xq,
                                            const float* const* xd, float* acc) {
     constexpr int U = int8_steps_in_flight<R, NC>();
     const int64_t nb = n / kInt8Block, steps = (nb + kInt8Chains - 1) / kInt8Chains;
-    const int k = lane / 4, off = DS4_GPU_SHUFFLE32 ? 8 * (lane % 4) : 0;
+    const int k = lane / kInt8ChainLanes, off = DS4_GPU_SHUFFLE32 ? 4 * kInt8LaneWords * (lane % kInt8ChainLanes) : 0;
     for (int64_t s0 = 0; s0 < steps; s0 += U) {
         // The batch's loads first (the rows' words and scales and the columns' of U steps), then
         // its products in step order.
@@ -293,7 +305,7 @@ __device__ inline void chain_dot_q8_0_int8(const uint8_t* const* rows, int64_t n
                     int p = 0;
 #pragma unroll
                     for (int m = 0; m < kInt8LaneWords; ++m) p = dot4_s8(w[u][r][m], xw[u][c][m], p);
-                    p = quad_isum(p);
+                    p = chain_isum(p);
                     const float a = ds4_fmaf(dw[u][r], dx[u][c] * small_int_to_f32(p), acc[r * NC + c]);
                     acc[r * NC + c] = live[u] ? a : acc[r * NC + c];
                 }
@@ -302,7 +314,7 @@ __device__ inline void chain_dot_q8_0_int8(const uint8_t* const* rows, int64_t n
     }
 }
 
-// out[c] (lane 0 of the group) = the tree of the 8 chain sums acc[c] of lanes 0, 4, .., 28:
+// out[c] (lane 0 of the group) = the tree of the 8 chain sums acc[c] of lanes 0, Q, .., 7 Q:
 // p[x] = p[x] + p[x + s] for s = 4, 2, 1. t: the thread's index in its block; part: NS x
 // kDotBlock floats of shared memory (used without shuffles). Every thread of the block calls it.
 template <int NS>
@@ -310,7 +322,7 @@ __device__ inline void chain_reduce(float* acc, int lane, int t, float* part, fl
 #if DS4_GPU_SHUFFLE32
     (void)t, (void)part;
 #pragma unroll
-    for (int s = kInt8RowLanes / 2; s >= 4; s /= 2) {
+    for (int s = kInt8RowLanes / 2; s >= kInt8ChainLanes; s /= 2) {
 #pragma unroll
         for (int c = 0; c < NS; ++c) acc[c] = acc[c] + ds4_shfl_down32(acc[c], s);
     }
@@ -323,7 +335,7 @@ __device__ inline void chain_reduce(float* acc, int lane, int t, float* part, fl
     if (lane == 0) {
         for (int c = 0; c < NS; ++c) {
             float p[kInt8Chains];
-            for (int k = 0; k < kInt8Chains; ++k) p[k] = part[c * kDotBlock + t + 4 * k];
+            for (int k = 0; k < kInt8Chains; ++k) p[k] = part[c * kDotBlock + t + kInt8ChainLanes * k];
             for (int s = kInt8Chains / 2; s >= 1; s /= 2) {
                 for (int x = 0; x < s; ++x) p[x] = p[x] + p[x + s];
             }

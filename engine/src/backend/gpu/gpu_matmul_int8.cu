@@ -150,13 +150,13 @@ void launch_int8_with(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_
     const unsigned gy = (unsigned)((ncols + sh.NC - 1) / sh.NC);
     const unsigned gx = matmul_grid_x((const void*)k, sh.NC, dot_row_blocks(n_rows, kInt8RowLanes, sh.R), gy);
     ds4_launch(k, dim3(gx, gy), dim3(kDotBlock), s, W, row_bytes, n_in, n_rows, x.q, x.d, ncols, Y, ldy,
-               dot_wide_at(8, W, row_bytes), x_group_rows, x_groups);
+               dot_wide_at(kInt8LoadBytes, W, row_bytes), x_group_rows, x_groups);
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_int8_kernel");
 }
 
 void launch_int8_set(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, const Int8Cols& x, int ncols,
                      void* s) {
-    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n_in, 8, int8_row_lanes);
+    const MatmulSetArgs a = matmul_set_args(jobs, n_jobs, n_in, kInt8LoadBytes, int8_row_lanes);
     const int NC = narrow_cols_for(ncols);
     ds4_launch(int8_set_kernel_of(NC), dim3(a.blocks, (unsigned)((ncols + NC - 1) / NC)), dim3(kDotBlock), s, a, n_in,
                x.q, x.d, ncols);
