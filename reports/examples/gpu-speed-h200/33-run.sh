@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Step 33 on the lent GPU (prepared at step 32, not yet run), one stage per argument (carry .whl):
-#   bash reports/examples/gpu-speed-h200/33-run.sh scale ncu rocmfp2
+#   bash reports/examples/gpu-speed-h200/33-run.sh scale lanes ncu rocmfp2
 # scale: 98a5ce1 (33-f16-scale.diff: the int8 walks' f16 scale by one 16-bit load and the
 # hardware conversion instead of two byte loads and the software one) against the code before
 # it by scripts/gpu-diff-ab: one hash per model expected (the conversion is exact), decode /
 # verify / 512-token prefill under the default (the Q8_0 shared expert takes the new load);
 # then this tree's DS4KIT_GPU_INT8=auto against all (where the chain order stands with it).
+# lanes: under DS4KIT_GPU_INT8=all, 33-chain-lanes2.diff (two lanes a chain, 16 bytes of a block
+# a lane by one load, half the shuffles and load instructions a byte; the same order, so one
+# hash per model) against this tree (four lanes, 8 bytes) by scripts/gpu-diff-ab: hashes, then
+# decode / verify / 512-token prefill.
 # ncu: Nsight Compute on all's int8 GEMVs of the first decoded token (q_b, wo_b, the head:
 # why 21 us where the float kernel takes 15 for the same rows, step 32), beside the float
 # kernel of q_b; stalls by instruction for the one-column 4-row kernel (scripts/ncu-stalls).
@@ -26,6 +30,11 @@ for stage in "$@"; do
            PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} PY=$PY bash scripts/gpu-env-ab "$OUT/int8" \
              "DS4KIT_GPU_INT8=auto" "DS4KIT_GPU_INT8=all" >/dev/null 2>&1
            grep -v counters "$OUT/int8/env-ab.txt" | tee "$OUT/33-int8-ab.txt" ;;
+    lanes) patch -p1 -s <"$d/33-chain-lanes2.diff" || exit 4
+           DS4KIT_GPU_INT8=all PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} \
+             bash scripts/gpu-diff-ab "$d/33-chain-lanes2.diff" "$OUT/lanes" hash ab
+           patch -R -p1 -s <"$d/33-chain-lanes2.diff"
+           cp "$OUT/lanes/hash.txt" "$OUT/33-lanes-hash.txt"; cp "$OUT/lanes/ab.txt" "$OUT/33-lanes-ab.txt" ;;
     ncu) source scripts/gpu-build "$OUT/build.log" || exit 3
          model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
          DS4KIT_GPU_INT8=all timeout ${NCU_TIMEOUT:-240} ncu --clock-control none --kernel-name-base demangled \
@@ -46,7 +55,7 @@ for stage in "$@"; do
              model=$(SPEED_EXPERTS_TYPE=107 bash scripts/gpu-speed-model /tmp/synth-107) || exit 4
              timeout 150 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --no-profile >"$OUT/33-rocmfp2.txt" 2>&1
              grep -hE "^cuda|decode median|verify ms|prefill" "$OUT/33-rocmfp2.txt" ;;
-    *) echo "33-run.sh: unknown stage $stage (scale, ncu, rocmfp2)" >&2; exit 2 ;;
+    *) echo "33-run.sh: unknown stage $stage (scale, lanes, ncu, rocmfp2)" >&2; exit 2 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - t0 )) s"
 done
