@@ -262,38 +262,35 @@ __host__ __device__ constexpr int int8_steps_in_flight() {
     return steps > 0 ? steps : 1;
 }
 
-// acc[r * NC + c] (lane Q k: chain k's sum; other lanes' values are never read) for R Q8_0 rows
-// (the backend's split rows: nb x 32 codes, then nb f16 scales) against NC int8 columns (codes
-// xq[c], scales xd[c]). Every lane of the group steps together (the shuffles need them all): a
-// chain past the row's last block reads that block again and drops its sums. Every row pointer
-// must be a row of the matrix (callers repeat the last row past its end). WIDE: the rows allow
-// loads of kInt8LoadBytes.
-template <int R, int NC, bool WIDE>
-__device__ inline void chain_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, int lane, const int8_t* const* xq,
-                                           const float* const* xd, float* acc) {
+// chain_dot_q8_0_int8's walk of a row in batches of U steps from the chain's first block (wp,
+// sp: the rows' codes and scale there; xp, dp: the columns'), each batch's loads first, then its
+// products in step order. WHOLE (nb a multiple of 8 U: every Q8_0 matrix of the model): every
+// step is live and a batch reads at constant offsets from pointers advanced once a batch (an
+// immediate in each load, where a step's 64-bit address had cost four instructions); otherwise
+// a step past the row's end reads its last block again and drops the sums.
+template <int R, int NC, bool WIDE, bool WHOLE>
+__device__ inline void chain_batches(const uint8_t** wp, const uint8_t** sp, const uint8_t** xp, const float** dp,
+                                     int64_t nb, int k, float* acc) {
     constexpr int U = int8_steps_in_flight<R, NC>();
-    const int64_t nb = n / kInt8Block, steps = (nb + kInt8Chains - 1) / kInt8Chains;
-    const int k = lane / kInt8ChainLanes, off = DS4_GPU_SHUFFLE32 ? 4 * kInt8LaneWords * (lane % kInt8ChainLanes) : 0;
+    const int64_t steps = (nb + kInt8Chains - 1) / kInt8Chains;
     for (int64_t s0 = 0; s0 < steps; s0 += U) {
-        // The batch's loads first (the rows' words and scales and the columns' of U steps), then
-        // its products in step order.
         uint32_t w[U][R][kInt8LaneWords], xw[U][NC][kInt8LaneWords];
         float dw[U][R], dx[U][NC];
         bool live[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            const int64_t b0 = (s0 + u) * kInt8Chains + k;
-            live[u] = b0 < nb;
-            const int64_t b = live[u] ? b0 : nb - 1;
+            const int64_t b0 = (s0 + u) * kInt8Chains + k;  // the step's block
+            live[u] = WHOLE || b0 < nb;
+            const int64_t e = WHOLE ? (int64_t)kInt8Chains * u : (live[u] ? b0 : nb - 1) - s0 * kInt8Chains - k;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-                load_words<WIDE>(rows[r] + 32 * b + off, w[u][r]);
-                dw[u][r] = f16_at<WIDE>(rows[r] + 32 * nb + 2 * b);
+                load_words<WIDE>(wp[r] + 32 * e, w[u][r]);
+                dw[u][r] = f16_at<WIDE>(sp[r] + 2 * e);
             }
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
-                load_words<true>(reinterpret_cast<const uint8_t*>(xq[c]) + 32 * b + off, xw[u][c]);
-                dx[u][c] = xd[c][b];
+                load_words<true>(xp[c] + 32 * e, xw[u][c]);
+                dx[u][c] = dp[c][e];
             }
         }
 #pragma unroll
@@ -311,6 +308,37 @@ __device__ inline void chain_dot_q8_0_int8(const uint8_t* const* rows, int64_t n
                 }
             }
         }
+        constexpr int64_t batch = (int64_t)kInt8Chains * U;  // blocks from one batch to the next
+#pragma unroll
+        for (int r = 0; r < R; ++r) wp[r] += 32 * batch, sp[r] += 2 * batch;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) xp[c] += 32 * batch, dp[c] += batch;
+    }
+}
+
+// acc[r * NC + c] (lane Q k: chain k's sum; other lanes' values are never read) for R Q8_0 rows
+// (the backend's split rows: nb x 32 codes, then nb f16 scales) against NC int8 columns (codes
+// xq[c], scales xd[c]). Every lane of the group steps together (the shuffles need them all).
+// Every row pointer must be a row of the matrix (callers repeat the last row past its end).
+// WIDE: the rows allow loads of kInt8LoadBytes.
+template <int R, int NC, bool WIDE>
+__device__ inline void chain_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, int lane, const int8_t* const* xq,
+                                           const float* const* xd, float* acc) {
+    constexpr int U = int8_steps_in_flight<R, NC>();
+    const int64_t nb = n / kInt8Block;
+    const int k = lane / kInt8ChainLanes, off = DS4_GPU_SHUFFLE32 ? 4 * kInt8LaneWords * (lane % kInt8ChainLanes) : 0;
+    const uint8_t* wp[R];
+    const uint8_t* sp[R];
+    const uint8_t* xp[NC];
+    const float* dp[NC];
+#pragma unroll
+    for (int r = 0; r < R; ++r) wp[r] = rows[r] + 32 * k + off, sp[r] = rows[r] + 32 * nb + 2 * k;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) xp[c] = reinterpret_cast<const uint8_t*>(xq[c]) + 32 * k + off, dp[c] = xd[c] + k;
+    if (nb % (kInt8Chains * U) == 0) {
+        chain_batches<R, NC, WIDE, true>(wp, sp, xp, dp, nb, k, acc);
+    } else {
+        chain_batches<R, NC, WIDE, false>(wp, sp, xp, dp, nb, k, acc);
     }
 }
 
