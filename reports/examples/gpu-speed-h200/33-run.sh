@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Step 33 on the lent GPU (prepared at step 32, not yet run), one stage per argument (carry .whl):
 #   bash reports/examples/gpu-speed-h200/33-run.sh scale lanes ncu rocmfp2
-# scale: 98a5ce1 (33-f16-scale.diff: the int8 walks' f16 scale by one 16-bit load and the
-# hardware conversion instead of two byte loads and the software one) against the code before
-# it by scripts/gpu-diff-ab: one hash per model expected (the conversion is exact), decode /
-# verify / 512-token prefill under the default (the Q8_0 shared expert takes the new load);
-# then this tree's DS4KIT_GPU_INT8=auto against all (where the chain order stands with it).
+# scale: 98a5ce1's change to the default path (33-f16-scale.diff: the Q8_0 shared expert's walk
+# reads a block's f16 scale by one 16-bit load and the hardware conversion instead of two byte
+# loads and the software one) against the code before it by scripts/gpu-diff-ab: one hash per
+# model expected (the conversion is exact), decode / verify / 512-token prefill under the
+# default; then this tree's DS4KIT_GPU_INT8=auto against all (where the chain order stands with
+# the scale loads and 554bc6e's constant-offset batches).
 # lanes: under DS4KIT_GPU_INT8=all, 33-chain-lanes2.diff (two lanes a chain, 16 bytes of a block
 # a lane by one load, half the shuffles and load instructions a byte; the same order, so one
 # hash per model) against this tree (four lanes, 8 bytes) by scripts/gpu-diff-ab: hashes, then
