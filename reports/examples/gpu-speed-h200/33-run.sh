@@ -14,6 +14,8 @@
 # ncu: Nsight Compute on all's int8 GEMVs of the first decoded token (q_b, wo_b, the head:
 # why 21 us where the float kernel takes 15 for the same rows, step 32), beside the float
 # kernel of q_b; stalls by instruction for the one-column 4-row kernel (scripts/ncu-stalls).
+# verify: the kernels of a verify of 8 distinct tokens beside a decoded token's, without early
+# launches (chained decode 1.74 ms, verify of 8 6.8-7.3 ms at step 32: the widths' cost is DSpark's).
 # rocmfp2: the issue's file with ROCMFP2 (type 107) experts, ours only (8 writer processes now
 # that the generator draws codes in chunks; step 32's 2 workers ran past 540 s).
 set -u
@@ -52,11 +54,16 @@ for stage in "$@"; do
            "$PY" scripts/gpu-decode-profile "$model" --prompt 8 --tokens 2 --no-verify --no-profile \
            >"$OUT/33-ncu-src-int8.csv" 2>&1
          "$PY" scripts/ncu-stalls "$OUT/33-ncu-src-int8.csv" >"$OUT/33-ncu-src-int8.txt" 2>&1; head -40 "$OUT/33-ncu-src-int8.txt" ;;
+    verify) source scripts/gpu-build "$OUT/build.log" || exit 3
+            model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
+            DS4KIT_GPU_PDL=never timeout 240 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --verify-profile 8 \
+              --json "$OUT/33-verify-profile.json" >"$OUT/33-verify-profile.txt" 2>&1
+            grep -A60 "^verify of" "$OUT/33-verify-profile.txt" | head -70 ;;
     rocmfp2) source scripts/gpu-build "$OUT/build.log" || exit 3
              model=$(SPEED_EXPERTS_TYPE=107 bash scripts/gpu-speed-model /tmp/synth-107) || exit 4
              timeout 150 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --no-profile >"$OUT/33-rocmfp2.txt" 2>&1
              grep -hE "^cuda|decode median|verify ms|prefill" "$OUT/33-rocmfp2.txt" ;;
-    *) echo "33-run.sh: unknown stage $stage (scale, lanes, ncu, rocmfp2)" >&2; exit 2 ;;
+    *) echo "33-run.sh: unknown stage $stage (scale, lanes, ncu, verify, rocmfp2)" >&2; exit 2 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - t0 )) s"
 done
