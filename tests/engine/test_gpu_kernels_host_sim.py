@@ -35,6 +35,9 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
 - gpu_dot.h's group_reduce, whose last five tree levels run on 32-lane shuffles (group_reduce_sim.cpp,
   with sim_runtime.h's shuffle): bit for bit the tree's definition for groups of 32 to 256 lanes;
   and ds4_matmul_kernel on a strided grid bit for bit a block per row block.
+- gpu_norm.cu's rms_norm with int8 columns (norm_int8_sim.cpp, with and without shuffles): its
+  rows bit for bit the norm alone's, its codes and scales byte for byte the quantiser's of them
+  (rows of 32 to 4096 values, ties at a block's maximum, zeros, 1e18 and 1e-30).
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -53,16 +56,18 @@ DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 9)
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
            ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 25),
            ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9), ("attention_inputs_sim.cpp", 8),
-           ("plan_int8_sim.cpp", 5), ("group_reduce_sim.cpp", 9)]
+           ("plan_int8_sim.cpp", 5), ("group_reduce_sim.cpp", 9), ("norm_int8_sim.cpp", 12),
+           ("norm_int8_sim.cpp -DDS4_GPU_SIM_NO_SHUFFLE", 12)]
 
 
-@pytest.mark.parametrize("driver, cases", DRIVERS)
-def test_kernels_on_the_host(tmp_path, driver, cases):
+@pytest.mark.parametrize("entry, cases", DRIVERS)
+def test_kernels_on_the_host(tmp_path, entry, cases):
+    driver, *defines = entry.split()  # a driver built with -D flags: the kernels' other paths
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
     assert cxx, "no C++ compiler (g++ or clang++) to build the host simulation"
     exe = tmp_path / Path(driver).stem
     build = subprocess.run(
-        [cxx, "-std=c++20", "-O2", "-pthread", "-D__HIP_CPU_RT__", "-D__HIP_DEVICE_COMPILE__",
+        [cxx, "-std=c++20", "-O2", "-pthread", "-D__HIP_CPU_RT__", "-D__HIP_DEVICE_COMPILE__", *defines,
          f"-I{ROOT / 'engine/src'}", f"-I{SIM}", str(SIM / driver), "-o", str(exe)],
         capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, f"building {driver} failed:\n{build.stderr[-3000:]}"

@@ -66,9 +66,9 @@ void run(const Case& c) {
     std::vector<float> Q2 = Q0, kv2 = kv0;
     std::vector<uint16_t> ring2((size_t)(c.ring_rows * c.D), 0x7e00);
     sim_launch((unsigned)(c.n * c.H), 1, ds4::gpu::kNormThreads,
-               [&] { ds4_rms_norm_kernel(Q2.data(), nullptr, c.D, eps, Q2.data()); });
+               [&] { ds4_rms_norm_kernel(Q2.data(), nullptr, c.D, eps, Q2.data(), nullptr, nullptr); });
     sim_launch((unsigned)c.n, 1, ds4::gpu::kNormThreads,
-               [&] { ds4_rms_norm_kernel(kv2.data(), w.data(), c.D, eps, kv2.data()); });
+               [&] { ds4_rms_norm_kernel(kv2.data(), w.data(), c.D, eps, kv2.data(), nullptr, nullptr); });
     sim_launch((unsigned)c.n, (unsigned)((c.H + kRopeRows - 1) / kRopeRows), kThreads,
                [&] { ds4_rope_tail_kernel(Q2.data(), c.H, c.D, pos, spec, 0); });
     sim_launch((unsigned)c.n, 1, kThreads, [&] { ds4_rope_tail_kernel(kv2.data(), 1, c.D, pos, spec, 0); });

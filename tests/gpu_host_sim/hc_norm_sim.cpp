@@ -123,7 +123,7 @@ void collapse_norm_case(const std::string& name, int64_t n_tokens, int64_t n_hc,
     });
     if (!same_bits(name, "hc_collapse against the serial statement", two, collapsed, E)) return;
     sim_launch((unsigned)n_tokens, 1, ds4::gpu::kNormThreads,
-               [&] { ds4_rms_norm_kernel(two.data(), nw.data(), E, rms_eps, two.data()); });
+               [&] { ds4_rms_norm_kernel(two.data(), nw.data(), E, rms_eps, two.data(), nullptr, nullptr); });
     if (!same_bits(name, "hc_collapse then rms_norm against the serial statement", two, want, E)) return;
     sim_launch((unsigned)n_tokens, 1, ds4::gpu::kNormThreads, [&] {
         ds4_hc_collapse_norm_kernel(part.data(), part_ss.data(), S, n_mix, rms_eps, X.data(), n_hc, E, scale.data(),

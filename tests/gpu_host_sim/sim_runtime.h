@@ -26,8 +26,11 @@ inline T atomicAdd(T* p, T v) {
 }
 // A 32-lane shuffle for gpu_compat.h's ds4_shfl_down32 (the HIP-CPU runtime has none): every
 // thread of the block calls it together (as every lane of a warp must), writes its value, and
-// reads lane t + s's within its aligned group of 32 (its own past the group's end).
+// reads lane t + s's within its aligned group of 32 (its own past the group's end). Built with
+// -DDS4_GPU_SIM_NO_SHUFFLE, the kernels take their paths for targets without shuffles.
+#ifndef DS4_GPU_SIM_NO_SHUFFLE
 #define DS4_GPU_SIM_SHUFFLE 1
+#endif
 inline std::vector<float> g_sim_lanes;
 inline float ds4_sim_shfl_down32(float v, int s) {
     const unsigned t = threadIdx.x;

@@ -221,6 +221,14 @@ public:
         for (const MatmulOut& o : outs) matmul(*o.W, 0, o.W->n_rows(), X, ldx, ncols, o.Y, o.ldy);
     }
 
+    // A promise about the next rms_norm or hc_pre_norm call: its output is what the backend call
+    // right after it multiplies by W (matmul or matmul_shared_x with W among its matrices, the
+    // norm's rows as its columns), and nothing writes that output in between. A backend may
+    // prepare the columns in the norm: the GPU writes the int8 columns of a Q8_0 matmul on int8
+    // columns there, where a launch of their own had quantised them. Changes no bit; the default
+    // ignores it.
+    virtual void norm_feeds(const WeightView& W) { (void)W; }
+
     // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted), for n_rows rows of n.
     virtual void rms_norm(Dev<const float> x, const WeightView* w, int64_t n, int64_t n_rows, double eps,
                           Dev<float> y) = 0;

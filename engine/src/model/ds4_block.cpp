@@ -65,6 +65,7 @@ void Ds4BlockRunner::attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, 
     const int64_t r = lw.ratio, C = (r == 4 ? 2 : 1) * D, di = hp_.idx_head_dim;
     {
         PhaseScope ps(clock_, Phase::hc_pre);  // with the attention norm of the collapsed row
+        be_.norm_feeds(lw.attn_q_a);           // the projections below read h next
         be_.hc_pre_norm(a.X, n, HC, E, lw.hc_attn_fn, lw.hc_attn_scale, lw.hc_attn_base, hp_.sinkhorn_iters,
                         hp_.hc_eps, hp_.rms_eps, lw.attn_norm, a.h, a.split);
     }
@@ -75,6 +76,7 @@ void Ds4BlockRunner::attn_project(const Ds4LayerWeights& lw, Ds4Activations& a, 
     if (r) from_h.insert(from_h.end(), {{&lw.comp_kv, a.kappa, C}, {&lw.comp_gate, a.gate, C}});
     if (r == 4) from_h.insert(from_h.end(), {{&lw.idx_comp_kv, a.ikappa, 2 * di}, {&lw.idx_comp_gate, a.igate, 2 * di}});
     be_.matmul_shared_x(from_h, a.h, E, (int)n);
+    be_.norm_feeds(lw.attn_q_b);
     be_.rms_norm(a.q_lat, &lw.attn_q_a_norm, QR, n, hp_.rms_eps, a.q_lat);
     be_.matmul(lw.attn_q_b, 0, H * D, a.q_lat, QR, (int)n, a.Q, H * D);
 }
@@ -189,6 +191,7 @@ void Ds4BlockRunner::head(const Ds4Weights& w, Dev<const float> X, Ds4Activation
     PhaseScope ps(clock_, Phase::head);
     const int64_t E = hp_.n_embd;
     be_.hc_head(X, m, hp_.n_hc, E, w.output_hc_fn, w.output_hc_scale, w.output_hc_base, hp_.hc_eps, hp_.rms_eps, a.e);
+    be_.norm_feeds(w.output);
     be_.rms_norm(a.e, &w.output_norm, E, m, hp_.rms_eps, a.e);
     be_.matmul(w.output, 0, hp_.n_vocab, a.e, E, (int)m, logits, hp_.n_vocab);
 }

@@ -188,8 +188,14 @@ public:
         if (n_rows == 0 || ncols == 0) return;
         check_matrix_type(W, "matmul");
         const gpu::DeviceWeight& dw = weights().get(W, "matmul");
+        const NormInt8 ready = take_norm_int8();
         if (gpu::int8_matmul_for(W.type, W.n_in())) {
             std::lock_guard<std::mutex> lock(scratch_mu_);
+            if (ready.feeds(X.get(), ldx, W.n_in(), ncols)) {  // the norm that wrote X quantised it
+                gpu::launch_matmul_int8_on(dw.data + (uint64_t)row0 * W.row_bytes, W.row_bytes, W.n_in(), n_rows,
+                                           W.n_rows(), ready.cols, ncols, Y.get(), ldy, stream_);
+                return;
+            }
             uint8_t* q = scratch<uint8_t>(kSlotMatmulInt8, gpu::int8_matmul_scratch_bytes(ncols, 1, W.n_in()));
             gpu::launch_matmul_int8(dw.data + (uint64_t)row0 * W.row_bytes, W.row_bytes, W.n_in(), n_rows, W.n_rows(),
                                     X.get(), ldx, ncols, Y.get(), ldy, q, stream_);
@@ -217,6 +223,7 @@ public:
                                 std::to_string(ldy) + " do not hold " + std::to_string(n_groups) + " groups of " +
                                 std::to_string(W.n_in()) + " in and " + std::to_string(group_rows) + " out");
         }
+        take_norm_int8();  // not a norm's consumer
         if (rows == 0 || ncols == 0) return;
         check_matrix_type(W, "matmul_grouped");
         const gpu::DeviceWeight& dw = weights().get(W, "matmul_grouped");
@@ -250,10 +257,15 @@ public:
             const gpu::MatmulSetJob job{W.type, dw.data, W.row_bytes, W.n_rows(), o.Y.get(), o.ldy};
             (gpu::int8_matmul_for(W.type, n_in) ? int8_jobs : jobs).push_back(job);
         }
+        const NormInt8 ready = take_norm_int8();
         if (ncols == 0) return;
         gpu::launch_matmul_set(jobs.data(), (int)jobs.size(), n_in, X.get(), ldx, ncols, grid_.get(), stream_);
         if (!int8_jobs.empty()) {
             std::lock_guard<std::mutex> lock(scratch_mu_);
+            if (ready.feeds(X.get(), ldx, n_in, ncols)) {
+                gpu::launch_matmul_set_int8_on(int8_jobs.data(), (int)int8_jobs.size(), n_in, ready.cols, ncols, stream_);
+                return;
+            }
             uint8_t* q = scratch<uint8_t>(kSlotMatmulInt8, gpu::int8_matmul_scratch_bytes(ncols, 1, n_in));
             gpu::launch_matmul_set_int8(int8_jobs.data(), (int)int8_jobs.size(), n_in, X.get(), ldx, ncols, q, stream_);
         }
@@ -269,8 +281,20 @@ public:
             }
             wf = vecf(*w, "rms_norm");
         }
+        const WeightView* next = norm_feeds_;
+        norm_feeds_ = nullptr, norm_int8_ = NormInt8{};
+        if (next && n_rows > 0 && gpu::int8_matmul_for(next->type, n) && gpu::rms_norm_int8_fits(n)) {
+            std::lock_guard<std::mutex> lock(scratch_mu_);
+            uint8_t* q = scratch<uint8_t>(kSlotMatmulInt8, gpu::int8_matmul_scratch_bytes((int)n_rows, 1, n));
+            const gpu::Int8ColsOut c = gpu::int8_columns_at(q, n_rows * n);
+            gpu::launch_rms_norm(x.get(), wf, n, n_rows, eps, y.get(), stream_, &c);
+            norm_int8_ = NormInt8{y.get(), n, n_rows, gpu::Int8Cols{c.q, c.d}};
+            return;
+        }
         gpu::launch_rms_norm(x.get(), wf, n, n_rows, eps, y.get(), stream_);
     }
+
+    void norm_feeds(const WeightView& W) override { norm_feeds_ = &W; }
 
     void scale(Dev<float> x, int64_t n, double s) override { gpu::launch_scale(x.get(), n, s, stream_); }
     void add(Dev<float> y, Dev<const float> x, int64_t n) override { gpu::launch_add(y.get(), x.get(), n, stream_); }
@@ -333,6 +357,7 @@ public:
             Backend::hc_pre_norm(X, n_tokens, n_hc, E, fn, scale_w, base_w, iters, hc_eps, rms_eps, norm, u, split);
             return;
         }
+        norm_feeds_ = nullptr, norm_int8_ = NormInt8{};  // the fused kernel writes no int8 columns
         hc_pre_collapse(X, n_tokens, n_hc, E, fn, scale_w, base_w, iters, hc_eps, rms_eps, &norm, u, split);
     }
 
@@ -881,6 +906,25 @@ private:
     std::unique_ptr<gpu::WeightStore> weights_;
     std::unique_ptr<DeviceBuffer> scratch_[kSlots];
     std::mutex scratch_mu_;  // one op's scratch stays its own until its kernels are enqueued
+
+    // norm_feeds: the matrix the next norm's output goes into, and the int8 columns a norm wrote
+    // (in kSlotMatmulInt8) for the matmul call right after it, which takes them (take_norm_int8).
+    struct NormInt8 {
+        const float* y = nullptr;
+        int64_t n = 0, rows = 0;
+        gpu::Int8Cols cols{};
+        // Whether they are X's: ncols columns of n_in at X, one after another.
+        bool feeds(const float* X, int64_t ldx, int64_t n_in, int ncols) const {
+            return y && y == X && n == n_in && rows == ncols && (ncols == 1 || ldx == n_in);
+        }
+    };
+    const WeightView* norm_feeds_ = nullptr;
+    NormInt8 norm_int8_;
+    NormInt8 take_norm_int8() {
+        const NormInt8 r = norm_int8_;
+        norm_int8_ = NormInt8{};
+        return r;
+    }
     std::unique_ptr<DeviceBuffer> grid_buf_, fault_buf_;
     Dev<const uint64_t> grid_;
     Dev<int> fault_;

@@ -90,6 +90,55 @@ __device__ inline void int8_columns_block(int64_t b, const float* x, int64_t ldx
     }
 }
 
+// A row's int8 column where a block of T threads holds it HELD values a thread, value i = t + k T
+// in v[k] (rms_norm's register path, gpu_norm.cu, which then needs no quantiser launch): with T a
+// multiple of 32, each int8 block is one aligned 32-lane group's k-th values, and its amax comes
+// from int8_columns_block's own tree (lane l with l + w for w = 16 .. 1), by shuffles where the
+// target has them, else over mag (HELD x T floats of shared memory); amax: HELD x T / 32 floats
+// of shared memory. q, d: the row's n codes and n / 32 scales (n a multiple of 32). Every thread
+// calls it. Same codes and scales as int8_columns_block of the stored row.
+template <int HELD>
+__device__ inline void int8_held_row(const float* v, int t, int T, int64_t n, int8_t* q, float* d, float* amax,
+                                     float* mag) {
+    const int lane = t % kInt8Block, group = t / kInt8Block, groups = T / kInt8Block;
+#if DS4_GPU_SHUFFLE32
+    (void)mag;
+#pragma unroll
+    for (int k = 0; k < HELD; ++k) {
+        float a = t + (int64_t)k * T < n ? ds4::num::abs_f32(v[k]) : 0.0f;
+#pragma unroll
+        for (int w = kInt8Block / 2; w > 0; w /= 2) {
+            const float o = ds4_shfl_down32(a, w);
+            a = a < o ? o : a;
+        }
+        if (lane == 0) amax[k * groups + group] = a;
+    }
+#else
+    for (int k = 0; k < HELD; ++k) mag[k * T + t] = t + (int64_t)k * T < n ? ds4::num::abs_f32(v[k]) : 0.0f;
+    ds4_sync_block();
+    for (int w = kInt8Block / 2; w > 0; w /= 2) {
+        for (int k = 0; k < HELD; ++k) {
+            float* m = mag + k * T;
+            if (lane < w) m[t] = m[t] < m[t + w] ? m[t + w] : m[t];
+        }
+        ds4_sync_block();
+    }
+    if (lane == 0) {
+        for (int k = 0; k < HELD; ++k) amax[k * groups + group] = mag[k * T + t];
+    }
+#endif
+    ds4_sync_block();
+#pragma unroll
+    for (int k = 0; k < HELD; ++k) {
+        const int64_t i = t + (int64_t)k * T;
+        if (i < n) {
+            const float scale = amax[k * groups + group] / 127.0f;
+            q[i] = int8_code(v[k], scale);
+            if (lane == 0) d[i / kInt8Block] = scale;
+        }
+    }
+}
+
 // What a lane of the int8 walk reads of one Q2_K block for one row: a quarter of it, the 64
 // weights at 128 n + 32 j + 16 h + k (j = 0..3, k = 0..15; slot = 2 n + h), which are 4
 // sub-blocks of 16 and share the 16 code bytes at 32 n + 16 h (sub-block j is bits 2j, 2j + 1

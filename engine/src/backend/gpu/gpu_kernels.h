@@ -85,9 +85,15 @@ unsigned matmul_grid_x(const void* kernel, int NC, unsigned blocks, unsigned gy)
 void launch_q8_0_split(const uint8_t* src, uint8_t* dst, int64_t n_rows, int64_t nb, void* s);
 
 // ---- gpu_norm.cu ----
+struct Int8ColsOut;
 // y_r = x_r / sqrt(mean(x_r^2) + eps) * w (w == nullptr: unweighted) for n_rows rows of n;
-// the sum of squares in double, in a fixed order. y may equal x.
-void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y, void* stream);
+// the sum of squares in double, in a fixed order. y may equal x. int8: also y's int8 columns
+// (n_rows columns of n: launch_int8_columns' codes and scales of y, written by the same kernel);
+// rows must then fit rms_norm_int8_fits, else ArgumentError.
+void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y, void* stream,
+                     const Int8ColsOut* int8 = nullptr);
+// Whether the norm can write int8 columns of rows of n values (a multiple of 32, held in registers).
+bool rms_norm_int8_fits(int64_t n);
 // x[k] = (float)(x[k] * s) for k < n (the product in double, as the CPU backend).
 void launch_scale(float* x, int64_t n, double s, void* stream);
 void launch_add(float* y, const float* x, int64_t n, void* stream);
@@ -247,6 +253,12 @@ void launch_matmul_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int6
 // launch_matmul_set on int8 columns: every job Q8_0 (int8_matmul_for), X quantised once.
 void launch_matmul_set_int8(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
                             uint8_t* scratch, void* stream);
+// The two on columns quantised already (ncols columns of n_in, as launch_int8_columns writes
+// them: the norm that wrote X wrote them too, launch_rms_norm's int8).
+void launch_matmul_int8_on(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int64_t tensor_rows,
+                           const Int8Cols& x, int ncols, float* Y, int64_t ldy, void* stream);
+void launch_matmul_set_int8_on(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const Int8Cols& x, int ncols,
+                               void* stream);
 
 // ---- gpu_attention_inputs.cu ----
 // Backend::attention_inputs in one launch: n tokens' n_head query rows (no weight) and KV row

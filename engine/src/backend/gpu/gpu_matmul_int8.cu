@@ -174,6 +174,16 @@ int64_t int8_matmul_scratch_bytes(int ncols, int64_t x_groups, int64_t n_in) {
     return int8_columns_bytes((int64_t)ncols * x_groups * n_in);
 }
 
+void launch_matmul_int8_on(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int64_t tensor_rows,
+                           const Int8Cols& x, int ncols, float* Y, int64_t ldy, void* stream) {
+    if (n_rows <= 0 || ncols <= 0) return;
+    if (n_rows > 0x7fffffff || ncols / kNarrowCols > 65535) {
+        throw ArgumentError(DS4_GPU_WHO ": matmul of " + std::to_string(n_rows) + " rows x " + std::to_string(ncols) +
+                            " columns exceeds the launch grid");
+    }
+    launch_int8_with(W, row_bytes, n_in, n_rows, tensor_rows, x, ncols, Y, ldy, n_rows, 1, stream);
+}
+
 void launch_matmul_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int64_t tensor_rows,
                         const float* X, int64_t ldx, int ncols, float* Y, int64_t ldy, uint8_t* scratch, void* stream,
                         int64_t x_group_rows, int64_t x_groups, int64_t x_group_stride) {
@@ -187,16 +197,22 @@ void launch_matmul_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int6
     launch_int8_with(W, row_bytes, n_in, n_rows, tensor_rows, x, ncols, Y, ldy, x_group_rows, x_groups, stream);
 }
 
-void launch_matmul_set_int8(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
-                            uint8_t* scratch, void* stream) {
+void launch_matmul_set_int8_on(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const Int8Cols& x, int ncols,
+                               void* stream) {
     if (ncols <= 0 || n_jobs <= 0) return;
-    const Int8Cols x = launch_int8_columns(X, ldx, ncols, 1, 0, n_in, scratch, stream);
     for_each_matmul_set(
         jobs, n_jobs, ncols,
         [&](const MatmulSetJob& j) {
             launch_int8_with(j.W, j.row_bytes, n_in, j.n_rows, j.n_rows, x, ncols, j.Y, j.ldy, j.n_rows, 1, stream);
         },
         [&](const MatmulSetJob* const* set, int m) { launch_int8_set(set, m, n_in, x, ncols, stream); });
+}
+
+void launch_matmul_set_int8(const MatmulSetJob* jobs, int n_jobs, int64_t n_in, const float* X, int64_t ldx, int ncols,
+                            uint8_t* scratch, void* stream) {
+    if (ncols <= 0 || n_jobs <= 0) return;
+    const Int8Cols x = launch_int8_columns(X, ldx, ncols, 1, 0, n_in, scratch, stream);
+    launch_matmul_set_int8_on(jobs, n_jobs, n_in, x, ncols, stream);
 }
 
 }  // namespace gpu

@@ -1,8 +1,11 @@
 // RMS norm, scale and add kernels, one source for CUDA and HIP.
 //
 // rms_norm: one thread block of kNormThreads per row, the arithmetic of gpu_rms.h (a row's
-// result does not depend on how many rows are normalised together).
+// result does not depend on how many rows are normalised together). Given q, it also writes
+// the row's int8 column (gpu_int8.h int8_held_row: what the quantiser would write of y), for a
+// Q8_0 matmul on int8 columns that reads y next (GpuBackend::norm_feeds).
 #include "backend/gpu/gpu_compat.h"
+#include "backend/gpu/gpu_int8.h"
 #include "backend/gpu/gpu_rms.h"
 
 #include <stdint.h>
@@ -13,7 +16,10 @@ constexpr int kScaleThreads = 256;
 constexpr int kNormHeld = 8;  // values a thread holds in registers: rows of up to 4096 (the model's width)
 }  // namespace
 
-extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, int64_t n, double eps, float* y) {
+// q, d (with rows of at most kNormThreads x kNormHeld values, a multiple of 32): row r's int8
+// column at q + r n, its scales at d + r n / 32.
+extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, int64_t n, double eps, float* y,
+                                               int8_t* q, float* d) {
     ds4_kernel_entry();
     __shared__ double part[kNormThreads];
     __shared__ double scale;
@@ -41,7 +47,18 @@ extern "C" __global__ void ds4_rms_norm_kernel(const float* x, const float* w, i
 #pragma unroll
         for (int k = 0; k < kNormHeld; ++k) {
             const int64_t i = t + (int64_t)k * kNormThreads;
-            if (i < n) yr[i] = ds4::gpu::rms_scaled(xv[k], s, (double)wv[k]);
+            xv[k] = ds4::gpu::rms_scaled(xv[k], s, (double)wv[k]);
+            if (i < n) yr[i] = xv[k];
+        }
+        if (q) {
+            __shared__ float amax[kNormHeld * kNormThreads / ds4::gpu::kInt8Block];
+#if DS4_GPU_SHUFFLE32
+            float* mag = nullptr;
+#else
+            __shared__ float mag[kNormHeld * kNormThreads];
+#endif
+            ds4::gpu::int8_held_row<kNormHeld>(xv, t, kNormThreads, n, q + r * n, d + r * (n / ds4::gpu::kInt8Block),
+                                               amax, mag);
         }
         return;
     }
@@ -74,13 +91,21 @@ extern "C" __global__ void ds4_add_kernel(float* y, const float* x, int64_t n) {
 namespace ds4 {
 namespace gpu {
 
-void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y, void* stream) {
+bool rms_norm_int8_fits(int64_t n) { return n > 0 && n <= (int64_t)kNormThreads * kNormHeld && n % kInt8Block == 0; }
+
+void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y, void* stream,
+                     const Int8ColsOut* int8) {
     if (n_rows <= 0 || n <= 0) return;
     if (n_rows > 0x7fffffff) {
         throw ArgumentError(DS4_GPU_WHO ": rms_norm of " + std::to_string(n_rows) +
                             " rows exceeds the launch grid");
     }
-    ds4_launch(ds4_rms_norm_kernel, dim3((unsigned)n_rows), dim3(kNormThreads), stream, x, w, n, eps, y);
+    if (int8 && !rms_norm_int8_fits(n)) {
+        throw ArgumentError(DS4_GPU_WHO ": rms_norm with int8 columns: rows of " + std::to_string(n) +
+                            " values (need a multiple of 32, at most " + std::to_string(kNormThreads * kNormHeld) + ")");
+    }
+    ds4_launch(ds4_rms_norm_kernel, dim3((unsigned)n_rows), dim3(kNormThreads), stream, x, w, n, eps, y,
+               int8 ? int8->q : nullptr, int8 ? int8->d : nullptr);
     DS4_GPU_CHECK_LAUNCH("ds4_rms_norm_kernel");
 }
 
