@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 33 on the lent GPU (prepared at step 32, not yet run), one stage per argument (carry .whl),
 # in the order of what they decide (each stage builds what it needs; a warm machine keeps builds):
-#   bash reports/examples/gpu-speed-h200/33-run.sh int8 verify ncu lanes scale rocmfp2
+#   bash reports/examples/gpu-speed-h200/33-run.sh int8 verify ncu lanes normq scale rocmfp2
 # int8: this tree's DS4KIT_GPU_INT8=auto against all, interleaved (the chain order now with
 # 98a5ce1's scale loads and 554bc6e's constant-offset batches: does all still lose decode?).
 # verify: the kernels of a verify of 8 distinct tokens beside a decoded token's, without early
@@ -16,6 +16,9 @@
 # reads a block's f16 scale by one 16-bit load and the hardware conversion instead of two byte
 # loads and the software one) against the code before it by scripts/gpu-diff-ab (two fresh
 # builds): one hash per model expected (the conversion is exact), decode / verify / prefill.
+# normq: under DS4KIT_GPU_INT8=all, 33-norm-int8.diff (the norm that feeds a Q8_0 matmul writes
+# its int8 columns: 17 quantiser launches a token fewer) against the code before it by
+# scripts/gpu-diff-ab: one hash per model expected (the same bytes), decode / verify / prefill.
 # rocmfp2: the issue's file with ROCMFP2 (type 107) experts, ours only (8 writer processes now
 # that the generator draws codes in chunks; step 32's 2 workers ran past 540 s).
 set -u
@@ -28,6 +31,9 @@ for stage in "$@"; do
   case $stage in
     scale) PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-diff-ab "$d/33-f16-scale.diff" "$OUT/scale" hash ab
            cp "$OUT/scale/hash.txt" "$OUT/33-scale-hash.txt"; cp "$OUT/scale/ab.txt" "$OUT/33-scale-ab.txt" ;;
+    normq) DS4KIT_GPU_INT8=all PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} \
+             bash scripts/gpu-diff-ab "$d/33-norm-int8.diff" "$OUT/normq" hash ab
+           cp "$OUT/normq/hash.txt" "$OUT/33-normq-hash.txt"; cp "$OUT/normq/ab.txt" "$OUT/33-normq-ab.txt" ;;
     int8) source scripts/gpu-build "$OUT/build.log" || exit 3
           PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-env-ab "$OUT/int8" \
             "DS4KIT_GPU_INT8=auto" "DS4KIT_GPU_INT8=all" >/dev/null 2>&1
@@ -72,7 +78,7 @@ for stage in "$@"; do
              model=$(SPEED_EXPERTS_TYPE=107 bash scripts/gpu-speed-model /tmp/synth-107) || exit 4
              timeout 150 "$PY" scripts/gpu-decode-profile "$model" --prompt 512 --no-profile >"$OUT/33-rocmfp2.txt" 2>&1
              grep -hE "^cuda|decode median|verify ms|prefill" "$OUT/33-rocmfp2.txt" ;;
-    *) echo "33-run.sh: unknown stage $stage (int8, verify, ncu, lanes, scale, rocmfp2)" >&2; exit 2 ;;
+    *) echo "33-run.sh: unknown stage $stage (int8, verify, ncu, lanes, normq, scale, rocmfp2)" >&2; exit 2 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - t0 )) s"
 done
