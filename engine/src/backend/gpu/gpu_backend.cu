@@ -283,7 +283,8 @@ public:
         }
         const WeightView* next = norm_feeds_;
         norm_feeds_ = nullptr, norm_int8_ = NormInt8{};
-        if (next && n_rows > 0 && gpu::int8_matmul_for(next->type, n) && gpu::rms_norm_int8_fits(n)) {
+        if (next && n_rows > 0 && gpu::int8_matmul_for(next->type, n) && gpu::rms_norm_int8_fits(n) &&
+            gpu::rms_norm_int8_on()) {
             std::lock_guard<std::mutex> lock(scratch_mu_);
             uint8_t* q = scratch<uint8_t>(kSlotMatmulInt8, gpu::int8_matmul_scratch_bytes((int)n_rows, 1, n));
             const gpu::Int8ColsOut c = gpu::int8_columns_at(q, n_rows * n);

@@ -94,6 +94,9 @@ void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, 
                      const Int8ColsOut* int8 = nullptr);
 // Whether the norm can write int8 columns of rows of n values (a multiple of 32, held in registers).
 bool rms_norm_int8_fits(int64_t n);
+// Whether norms write the int8 columns of the matmul they feed (DS4KIT_GPU_NORM_INT8: auto, the
+// default; never: the matmul's own quantiser launch, the same bytes). Another value: ArgumentError.
+bool rms_norm_int8_on();
 // x[k] = (float)(x[k] * s) for k < n (the product in double, as the CPU backend).
 void launch_scale(float* x, int64_t n, double s, void* stream);
 void launch_add(float* y, const float* x, int64_t n, void* stream);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 namespace {
+using ds4::gpu::kInt8Block;
 using ds4::gpu::kNormThreads;
 constexpr int kScaleThreads = 256;
 constexpr int kNormHeld = 8;  // values a thread holds in registers: rows of up to 4096 (the model's width)
@@ -92,6 +93,8 @@ namespace ds4 {
 namespace gpu {
 
 bool rms_norm_int8_fits(int64_t n) { return n > 0 && n <= (int64_t)kNormThreads * kNormHeld && n % kInt8Block == 0; }
+
+bool rms_norm_int8_on() { return env_choice("DS4KIT_GPU_NORM_INT8", {"auto", "never"}) == 0; }
 
 void launch_rms_norm(const float* x, const float* w, int64_t n, int64_t n_rows, double eps, float* y, void* stream,
                      const Int8ColsOut* int8) {
