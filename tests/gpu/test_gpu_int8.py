@@ -57,10 +57,15 @@ INT8_MEDIAN_KLD_TOL = 2e-4
 NAME = "small-q2k"  # Q2_K experts; Q8_0 attention, shared expert and head (test_gpu_forward's 140 tokens)
 # The switch's values with int8 columns, and the matrices each gives them (`all`: every Q8_0
 # tensor of small-q2k is one of these, which _int8_reference checks).
-MODES = {"default": (None, re.compile(r"ffn_(gate|up|down)_(exps|shexp)")),
+ALL_Q8_0 = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|^blk\.\d+\.attn_(q_a|q_b|kv|output_a|output_b)\.weight$"
+                      r"|^output\.weight$")
+MODES = {"default": (None, ALL_Q8_0),  # `all` since step 33
          "experts": ("experts", re.compile(r"ffn_(gate|up|down)_exps")),
-         "all": ("all", re.compile(r"ffn_(gate|up|down)_(exps|shexp)|^blk\.\d+\.attn_(q_a|q_b|kv|output_a|output_b)\.weight$"
-                                   r"|^output\.weight$"))}
+         "shared": ("shared", re.compile(r"ffn_(gate|up|down)_(exps|shexp)")),
+         "all": ("all", ALL_Q8_0)}
+# The other arithmetic the bit-for-bit checks below take beside the default (`all`): the
+# default of steps 21-32, float columns for every Q8_0 matmul but the shared expert.
+OTHER = "shared"
 
 
 def _kld(want: np.ndarray, got: np.ndarray) -> np.ndarray:
@@ -157,7 +162,7 @@ def test_gpu_int8_experts_match_the_int8_reference(gpu, mode, monkeypatch):
         f"the float CPU engine ({med_cpu:.3g}): the oracle does not tell the arithmetics apart")
 
 
-@pytest.mark.parametrize("value", [None, "all"])
+@pytest.mark.parametrize("value", [None, OTHER])
 def test_gpu_int8_verify_and_prefill_equal_decode(gpu, value, monkeypatch):
     if value:
         monkeypatch.setenv("DS4KIT_GPU_INT8", value)
@@ -169,7 +174,7 @@ def test_gpu_int8_verify_and_prefill_equal_decode(gpu, value, monkeypatch):
     assert_verify_and_prefill_equal_decode(g, toks, want, f"{NAME} with DS4KIT_GPU_INT8={value or '(unset)'}")
 
 
-@pytest.mark.parametrize("value", [None, "all"])
+@pytest.mark.parametrize("value", [None, OTHER])
 def test_gpu_int8_long_context_bits(gpu, value, monkeypatch):
     """test_gpu_forward's long context (1600 tokens: the indexer's block scans, the window
     wrapped many times) on int8 columns: one-by-one decode of every token, a batched prefill of
@@ -192,7 +197,7 @@ def test_gpu_int8_long_context_bits(gpu, value, monkeypatch):
     assert np.array_equal(s.verify(toks[n - 8:]), decoded[n - 8:]), f"{what}: verify differs from decode"
 
 
-@pytest.mark.parametrize("value", [None, "all"])
+@pytest.mark.parametrize("value", [None, OTHER])
 def test_gpu_int8_row_groups_change_no_bit(gpu, value, monkeypatch):
     """test_gpu_forward's row-group check with the int8 kernels (the experts' groups of 1 or 2
     rows; with `all` the Q8_0 matmuls' groups of 1, 2 or 4): decode, verify of width 5 and a
@@ -242,11 +247,13 @@ def test_gpu_int8_moe_plan_with_h_changes_no_bit(gpu, monkeypatch):
 
 
 def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, monkeypatch):
-    path = _path("tiny-default")  # Q4_0 experts: the switch does not apply
+    path = _path("tiny-default")  # Q4_0 experts: the experts' values do not apply
     toks = _tokens("tiny-default")[:24]
-    default = _decode(path, gpu, toks)
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "shared")
+    shared = _decode(path, gpu, toks)
     monkeypatch.setenv("DS4KIT_GPU_INT8", "never")
-    assert np.array_equal(_decode(path, gpu, toks), default), "DS4KIT_GPU_INT8 changed a model without Q2_K experts"
+    assert np.array_equal(_decode(path, gpu, toks), shared), (
+        "DS4KIT_GPU_INT8=shared changed a model without Q2_K experts")
     q2k, q2k_toks = _path(NAME), _tokens(NAME)[:24]
     floats = _decode(q2k, gpu, q2k_toks)
     monkeypatch.setenv("DS4KIT_GPU_INT8", "experts")
@@ -259,7 +266,7 @@ def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, mo
     every = _decode(q2k, gpu, q2k_toks)
     assert not np.array_equal(every, both), "DS4KIT_GPU_INT8=all left the Q8_0 matmuls on float columns"
     monkeypatch.delenv("DS4KIT_GPU_INT8")
-    assert np.array_equal(_decode(q2k, gpu, q2k_toks), both), "the default is not DS4KIT_GPU_INT8=shared"
+    assert np.array_equal(_decode(q2k, gpu, q2k_toks), every), "the default is not DS4KIT_GPU_INT8=all"
     monkeypatch.setenv("DS4KIT_GPU_INT8", "sometimes")
     g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
     with pytest.raises(Exception, match="DS4KIT_GPU_INT8 is 'sometimes'"):

@@ -179,9 +179,10 @@ void launch_moe_combine(const MoeLaunch& a, void* s);
 
 // ---- gpu_int8_columns.cu ----
 // Which matrices take int8 columns (DS4KIT_GPU_INT8; gpu_int8.h): kNone (never: float columns,
-// the CPU engine's arithmetic), kExperts (experts: the routed Q2_K experts), kShared (shared,
-// and unset or auto: those and a Q8_0 shared expert), kAll (all: those and every Q8_0 matmul,
-// gpu_matmul_int8.cu). Another value: ArgumentError naming the variable.
+// the CPU engine's arithmetic), kExperts (experts: the routed Q2_K experts), kShared (shared:
+// those and a Q8_0 shared expert; the default of steps 21-32), kAll (all, and unset or auto
+// since step 33: those and every Q8_0 matmul, gpu_matmul_int8.cu). Another value: ArgumentError
+// naming the variable.
 enum class Int8Scope { kNone, kExperts, kShared, kAll };
 Int8Scope int8_scope();
 // Where a call's int8 columns lie: column k's n codes at q + k n, its n / 32 scales at d + k n / 32.
