@@ -16,6 +16,9 @@ Without a usable GPU (engine built with DS4KIT_GPU=off, or no device) every GPU 
 the reason from `_engine.available_backends()`, and also warns, so the skip shows in the
 warnings summary of a plain `pytest -q` run. With DS4KIT_GPU_REPORT_DIR set, the records go to
 $DS4KIT_GPU_REPORT_DIR/gpu-seam.json (scripts/gpu-seam-check prints the worst of them).
+The matmuls here are the float kernels (DS4KIT_GPU_INT8=never, set for every test): since step
+33 the GPU's default puts every Q8_0 matmul and the Q2_K experts on int8 columns, a different
+arithmetic whose oracle is the float64 reference with int8 columns (test_gpu_int8.py).
 DS4KIT_GPU_REQUIRED=1 turns the skip into a failure (scripts/gpu-seam-check on a GPU machine);
 DS4KIT_GPU_SEAM_SMALL=1 swaps in small models (for the HIP-CPU emulation build, where every
 kernel runs on the host); DS4KIT_GPU_SEAM_MODEL_DIR keeps the synthetic models there.
@@ -78,6 +81,11 @@ def _tol(op: str) -> float:
     return OTHER_OPS_NERR[op]
 
 _REPORT: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _float_columns(monkeypatch):
+    monkeypatch.setenv("DS4KIT_GPU_INT8", "never")  # the float kernels: see the module's docstring
 
 
 def _gpu_kind() -> str | None:
