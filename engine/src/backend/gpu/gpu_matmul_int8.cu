@@ -163,6 +163,14 @@ void launch_int8_set(const MatmulSetJob* const* jobs, int n_jobs, int64_t n_in, 
     DS4_GPU_CHECK_LAUNCH("ds4_matmul_set_int8_kernel");
 }
 
+// ArgumentError where a call's rows or column batches exceed a launch grid.
+void check_int8_grid(int64_t n_rows, int ncols) {
+    if (n_rows > 0x7fffffff || ncols / kNarrowCols > 65535) {
+        throw ArgumentError(DS4_GPU_WHO ": matmul of " + std::to_string(n_rows) + " rows x " + std::to_string(ncols) +
+                            " columns exceeds the launch grid");
+    }
+}
+
 }  // namespace
 
 bool int8_matmul_for(uint32_t type, int64_t n_in) {
@@ -177,10 +185,7 @@ int64_t int8_matmul_scratch_bytes(int ncols, int64_t x_groups, int64_t n_in) {
 void launch_matmul_int8_on(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_t n_rows, int64_t tensor_rows,
                            const Int8Cols& x, int ncols, float* Y, int64_t ldy, void* stream) {
     if (n_rows <= 0 || ncols <= 0) return;
-    if (n_rows > 0x7fffffff || ncols / kNarrowCols > 65535) {
-        throw ArgumentError(DS4_GPU_WHO ": matmul of " + std::to_string(n_rows) + " rows x " + std::to_string(ncols) +
-                            " columns exceeds the launch grid");
-    }
+    check_int8_grid(n_rows, ncols);
     launch_int8_with(W, row_bytes, n_in, n_rows, tensor_rows, x, ncols, Y, ldy, n_rows, 1, stream);
 }
 
@@ -189,10 +194,7 @@ void launch_matmul_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int6
                         int64_t x_group_rows, int64_t x_groups, int64_t x_group_stride) {
     if (n_rows <= 0 || ncols <= 0) return;
     if (x_group_rows <= 0) x_group_rows = n_rows, x_groups = 1, x_group_stride = 0;  // one x for every row
-    if (n_rows > 0x7fffffff || ncols / kNarrowCols > 65535) {
-        throw ArgumentError(DS4_GPU_WHO ": matmul of " + std::to_string(n_rows) + " rows x " + std::to_string(ncols) +
-                            " columns exceeds the launch grid");
-    }
+    check_int8_grid(n_rows, ncols);
     const Int8Cols x = launch_int8_columns(X, ldx, ncols, x_groups, x_group_stride, n_in, scratch, stream);
     launch_int8_with(W, row_bytes, n_in, n_rows, tensor_rows, x, ncols, Y, ldy, x_group_rows, x_groups, stream);
 }
