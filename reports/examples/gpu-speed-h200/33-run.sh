@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Step 33 on the lent GPU (prepared at step 32, not yet run), one stage per argument (carry .whl),
+# Step 33 on the lent GPU (prepared at step 32; int8 and verify ran at step 33, the rest is
+# called by 34-run.sh), one stage per argument (carry .whl),
 # in the order of what they decide (each stage builds what it needs; a warm machine keeps builds):
 #   bash reports/examples/gpu-speed-h200/33-run.sh int8 verify ncu lanes normq scale rocmfp2
-# int8: this tree's DS4KIT_GPU_INT8=auto against all, interleaved (the chain order now with
+# int8: this tree's DS4KIT_GPU_INT8=auto (shared until step 33; all since) against all, interleaved (the chain order now with
 # 98a5ce1's scale loads and 554bc6e's constant-offset batches: does all still lose decode?).
 # verify: the kernels of a verify of 8 distinct tokens beside a decoded token's, without early
 # launches (chained decode 1.74 ms, verify of 8 6.8-7.3 ms at step 32: the widths' cost is DSpark's).
