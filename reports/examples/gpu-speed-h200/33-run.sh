@@ -17,9 +17,9 @@
 # reads a block's f16 scale by one 16-bit load and the hardware conversion instead of two byte
 # loads and the software one) against the code before it by scripts/gpu-diff-ab (two fresh
 # builds): one hash per model expected (the conversion is exact), decode / verify / prefill.
-# normq: under DS4KIT_GPU_INT8=all, 33-norm-int8.diff (the norm that feeds a Q8_0 matmul writes
-# its int8 columns: 17 quantiser launches a token fewer) against the code before it by
-# scripts/gpu-diff-ab: one hash per model expected (the same bytes), decode / verify / prefill.
+# normq: under DS4KIT_GPU_INT8=all, DS4KIT_GPU_NORM_INT8=auto (the norm that feeds a Q8_0 matmul
+# writes its int8 columns: 17 quantiser launches a token fewer) against never, one build: one
+# hash expected (the same bytes), then decode / verify / prefill interleaved.
 # rocmfp2: the issue's file with ROCMFP2 (type 107) experts, ours only (8 writer processes now
 # that the generator draws codes in chunks; step 32's 2 workers ran past 540 s).
 set -u
@@ -32,9 +32,14 @@ for stage in "$@"; do
   case $stage in
     scale) PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-diff-ab "$d/33-f16-scale.diff" "$OUT/scale" hash ab
            cp "$OUT/scale/hash.txt" "$OUT/33-scale-hash.txt"; cp "$OUT/scale/ab.txt" "$OUT/33-scale-ab.txt" ;;
-    normq) DS4KIT_GPU_INT8=all PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} \
-             bash scripts/gpu-diff-ab "$d/33-norm-int8.diff" "$OUT/normq" hash ab
-           cp "$OUT/normq/hash.txt" "$OUT/33-normq-hash.txt"; cp "$OUT/normq/ab.txt" "$OUT/33-normq-ab.txt" ;;
+    normq) source scripts/gpu-build "$OUT/build.log" || exit 3  # one build: the switch DS4KIT_GPU_NORM_INT8
+           model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
+           for v in auto never; do
+             echo "$v: $(DS4KIT_GPU_INT8=all DS4KIT_GPU_NORM_INT8=$v "$PY" scripts/logits-hash "$model" --backend cuda --tokens 60 2>&1 | tail -1)"
+           done | tee "$OUT/33-normq-hash.txt"
+           DS4KIT_GPU_INT8=all PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-env-ab "$OUT/normq" \
+             "DS4KIT_GPU_NORM_INT8=auto" "DS4KIT_GPU_NORM_INT8=never" >/dev/null 2>&1
+           grep -v counters "$OUT/normq/env-ab.txt" | tee "$OUT/33-normq-ab.txt" ;;
     int8) source scripts/gpu-build "$OUT/build.log" || exit 3
           PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-env-ab "$OUT/int8" \
             "DS4KIT_GPU_INT8=auto" "DS4KIT_GPU_INT8=all" >/dev/null 2>&1
