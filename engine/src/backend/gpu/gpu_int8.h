@@ -54,6 +54,13 @@ __device__ inline int8_t int8_code(float v, float d) {
     return (int8_t)(int)r;
 }
 
+// The two steps of a block's scale that every writer of int8 columns shares (the quantiser and
+// the norm's columns must give the same bytes): the larger magnitude of two (a NaN in b is never
+// taken, so the tree's pairing decides, as it must be the same everywhere), and the scale of a
+// block's largest magnitude.
+__device__ inline float int8_amax(float a, float b) { return a < b ? b : a; }
+__device__ inline float int8_scale(float amax) { return amax / 127.0f; }
+
 constexpr int kInt8QuantThreads = 256;  // the quantiser's block: a thread per value, 8 int8 blocks
 static_assert(kInt8QuantThreads % kInt8Block == 0, "whole int8 blocks a block");
 inline int64_t int8_columns_blocks(int64_t values) { return (values + kInt8QuantThreads - 1) / kInt8QuantThreads; }
@@ -80,10 +87,10 @@ __device__ inline void int8_columns_block(int64_t b, const float* x, int64_t ldx
     mag[t] = ds4::num::abs_f32(v);
     ds4_sync_block();
     for (int w = kInt8Block / 2; w > 0; w /= 2) {
-        if (t % kInt8Block < w) mag[t] = mag[t] < mag[t + w] ? mag[t + w] : mag[t];
+        if (t % kInt8Block < w) mag[t] = int8_amax(mag[t], mag[t + w]);
         ds4_sync_block();
     }
-    const float scale = mag[t - t % kInt8Block] / 127.0f;
+    const float scale = int8_scale(mag[t - t % kInt8Block]);
     if (i < values) {
         q[i] = int8_code(v, scale);
         if (t % kInt8Block == 0) d[i / kInt8Block] = scale;
@@ -108,8 +115,7 @@ __device__ inline void int8_held_row(const float* v, int t, int T, int64_t n, in
         float a = t + (int64_t)k * T < n ? ds4::num::abs_f32(v[k]) : 0.0f;
 #pragma unroll
         for (int w = kInt8Block / 2; w > 0; w /= 2) {
-            const float o = ds4_shfl_down32(a, w);
-            a = a < o ? o : a;
+            a = int8_amax(a, ds4_shfl_down32(a, w));
         }
         if (lane == 0) amax[k * groups + group] = a;
     }
@@ -119,7 +125,7 @@ __device__ inline void int8_held_row(const float* v, int t, int T, int64_t n, in
     for (int w = kInt8Block / 2; w > 0; w /= 2) {
         for (int k = 0; k < HELD; ++k) {
             float* m = mag + k * T;
-            if (lane < w) m[t] = m[t] < m[t + w] ? m[t + w] : m[t];
+            if (lane < w) m[t] = int8_amax(m[t], m[t + w]);
         }
         ds4_sync_block();
     }
@@ -132,7 +138,7 @@ __device__ inline void int8_held_row(const float* v, int t, int T, int64_t n, in
     for (int k = 0; k < HELD; ++k) {
         const int64_t i = t + (int64_t)k * T;
         if (i < n) {
-            const float scale = amax[k * groups + group] / 127.0f;
+            const float scale = int8_scale(amax[k * groups + group]);
             q[i] = int8_code(v[k], scale);
             if (lane == 0) d[i / kInt8Block] = scale;
         }
