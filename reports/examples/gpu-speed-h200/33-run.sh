@@ -27,6 +27,15 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 d=reports/examples/gpu-speed-h200
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$OUT/33-device.txt" 2>&1
+# hashes FILE "LABEL VAR=value ..." ...: scripts/logits-hash of the speed file (60 tokens, under
+# `all`) with each setting's variables, a line per label, into FILE (one hash expected throughout).
+hashes() {
+  local file=$1 setting label; shift
+  for setting in "$@"; do
+    label=${setting%% *}
+    echo "$label: $(env DS4KIT_GPU_INT8=all ${setting#* } "$PY" scripts/logits-hash "$model" --backend cuda --tokens 60 2>&1 | tail -1)"
+  done | tee "$file"
+}
 for stage in "$@"; do
   t0=$(date +%s)
   case $stage in
@@ -34,9 +43,7 @@ for stage in "$@"; do
            cp "$OUT/scale/hash.txt" "$OUT/33-scale-hash.txt"; cp "$OUT/scale/ab.txt" "$OUT/33-scale-ab.txt" ;;
     normq) source scripts/gpu-build "$OUT/build.log" || exit 3  # one build: the switch DS4KIT_GPU_NORM_INT8
            model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
-           for v in auto never; do
-             echo "$v: $(DS4KIT_GPU_INT8=all DS4KIT_GPU_NORM_INT8=$v "$PY" scripts/logits-hash "$model" --backend cuda --tokens 60 2>&1 | tail -1)"
-           done | tee "$OUT/33-normq-hash.txt"
+           hashes "$OUT/33-normq-hash.txt" "auto DS4KIT_GPU_NORM_INT8=auto" "never DS4KIT_GPU_NORM_INT8=never"
            DS4KIT_GPU_INT8=all PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-env-ab "$OUT/normq" \
              "DS4KIT_GPU_NORM_INT8=auto" "DS4KIT_GPU_NORM_INT8=never" >/dev/null 2>&1
            grep -v counters "$OUT/normq/env-ab.txt" | tee "$OUT/33-normq-ab.txt" ;;
@@ -53,9 +60,8 @@ for stage in "$@"; do
            patch -R -p1 -s <"$d/33-chain-lanes2.diff"; cp build/v-tree/ds4kit/_engine*.so ds4kit/
            [ $built -eq 0 ] || exit 3
            model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
-           for v in tree lanes2; do
-             echo "$v: $(DS4KIT_GPU_INT8=all PYTHONPATH=$PWD/build/v-$v:$PYTHONPATH "$PY" scripts/logits-hash "$model" --backend cuda --tokens 60 2>&1 | tail -1)"
-           done | tee "$OUT/33-lanes-hash.txt"
+           hashes "$OUT/33-lanes-hash.txt" "tree PYTHONPATH=$PWD/build/v-tree:$PYTHONPATH" \
+             "lanes2 PYTHONPATH=$PWD/build/v-lanes2:$PYTHONPATH"
            DS4KIT_GPU_INT8=all PROFILE_ARGS="--prompt 512" REPS=${REPS:-2} bash scripts/gpu-env-ab "$OUT/lanes" \
              "PYTHONPATH=$PWD/build/v-tree:$PYTHONPATH" "PYTHONPATH=$PWD/build/v-lanes2:$PYTHONPATH" >/dev/null 2>&1
            sed -e "s|PYTHONPATH=$PWD/build/v-\([a-z0-9]*\):[^ ]*|\1|" "$OUT/lanes/env-ab.txt" | grep -v counters | tee "$OUT/33-lanes-ab.txt" ;;
