@@ -232,6 +232,16 @@ bool moe_plan_with_h();
 // launch_moe_shared's, on int8 columns in a.int8_sh (one-row groups).
 void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gate_up, ExpertWalk down, void* s);
 
+// ---- gpu_moe_gemm_q2k.cu ----
+// Whether launch_moe_experts_int8 runs the routed experts as tensor-core GEMMs (the decode
+// kernels' bits): more than 8 tokens, 32 lanes a row for gate_up and down (decode's L, which the
+// GEMM's chains reproduce), rows on 4-byte boundaries, and DS4KIT_GPU_MOE_GEMM not never.
+bool moe_gemm_q2k_for(int64_t n_tokens, const ExpertWalk& gate_up, const ExpertWalk& down, const MoeMats& exp);
+// gate_up with the SwiGLU into a.act (h: the tokens' int8 columns) and down into a.out (act: the
+// SwiGLU output's int8 columns), over `slots` slots of the plan.
+void launch_moe_gate_up_q2k_gemm(const MoeLaunch& a, int64_t slots, const Int8Cols& h, void* s);
+void launch_moe_down_q2k_gemm(const MoeLaunch& a, int64_t slots, const Int8Cols& act, void* s);
+
 // ---- gpu_gemm_int8.cu ----
 // Whether a Q8_0 matmul on int8 columns of ncols columns runs as the prefill GEMM: more than 8
 // columns, x groups of whole 16-row tiles, and DS4KIT_GPU_INT8_GEMM not never (the GEMM gives

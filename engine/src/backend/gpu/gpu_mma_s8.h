@@ -57,6 +57,21 @@ inline void mma_s8_16x8x32(const uint32_t a[4], const uint32_t b[2], int c[4]) {
 }
 #endif
 
+#if DS4_MMA_TENSOR
+// c = the m16n8k32 product of the lane's A fragment a and B fragment b (the layouts above).
+__device__ inline void mma_s8_fragments(const uint32_t a[4], const uint32_t b[2], int c[4]) {
+#if defined(DS4_MMA_EMULATE)
+    mma_s8_16x8x32(a, b, c);
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %10, %10, %10};"
+        : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+#endif
+}
+#endif
+
 // c[i] (lane 4 g + t of the warp): the integer dot over block kb (words 8 kb .. 8 kb + 8) of A
 // row r0 + g + 8 (i / 2) with B column n0 + 2 t + i % 2, A and B tiles in shared memory, rows P
 // words apart.
@@ -67,15 +82,7 @@ __device__ inline void tile_isum(const uint32_t* A, const uint32_t* B, int P, in
     const uint32_t a[4] = {A[(r0 + g) * P + w0 + t], A[(r0 + g + 8) * P + w0 + t], A[(r0 + g) * P + w0 + 4 + t],
                            A[(r0 + g + 8) * P + w0 + 4 + t]};
     const uint32_t b[2] = {B[(n0 + g) * P + w0 + t], B[(n0 + g) * P + w0 + 4 + t]};
-#if defined(DS4_MMA_EMULATE)
-    mma_s8_16x8x32(a, b, c);
-#else
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%10, %10, %10, %10};"
-        : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
-#endif
+    mma_s8_fragments(a, b, c);
 #else
     for (int i = 0; i < 4; ++i) {
         const uint32_t* ar = A + (r0 + g + 8 * (i / 2)) * P + w0;
