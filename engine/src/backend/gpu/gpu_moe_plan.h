@@ -23,8 +23,8 @@ constexpr int kPlanSmallPairs = 256;
 // Fault 3: an expert id outside 0..NX-1 (then no routed expert contributes). The pairs' ids are
 // first copied to shared memory (all loads at once: thread 0's placement had read them back
 // from global memory one after another). Expert e's count is counted by the threads that own e
-// (no atomics); starts and the chosen list are two Hillis-Steele scans over the experts;
-// thread 0 places the pairs in order.
+// (no atomics); starts and the chosen list are two Hillis-Steele scans over the experts; the
+// owners then place their experts' pairs in pair order.
 template <int MX, int MP>
 __device__ inline void moe_plan_block(const int32_t* experts, int64_t n_pairs, int64_t NX, int32_t* count,
                                       int32_t* start, int32_t* col_of, int32_t* tok_of, int32_t* active,
@@ -88,12 +88,23 @@ __device__ inline void moe_plan_block(const int32_t* experts, int64_t n_pairs, i
         cols[e] = first;  // the next free column of e, for the placement
     }
     ds4_sync_block();
-    if (t == 0) {
-        *n_active = NX > 0 ? chosen[NX - 1] : 0;
-        for (int64_t j = 0; j < n_pairs; ++j) {
-            const int32_t col = cols[ids[j]]++;
-            col_of[j] = col;
-            tok_of[col] = (int32_t)(j / K);
+    if (t == 0) *n_active = NX > 0 ? chosen[NX - 1] : 0;
+    // The placement in pair order within each expert (a stable sort by expert), by the threads
+    // that own the experts, each walking the pairs as its count did (one thread placing every
+    // pair, a 64-bit division and a dependent update a pair, took 315 us for a 256-token
+    // prefill block's 1536 pairs on an H100).
+    for (int64_t e = t; e < NX; e += T) {
+        int32_t col = cols[e];
+        const int32_t end = col + cnt[e];
+        int32_t tok = 0;
+        int64_t slot = 0;
+        for (int64_t j = 0; j < n_pairs && col < end; ++j) {
+            if (ids[j] == e) {
+                col_of[j] = col;
+                tok_of[col] = tok;
+                ++col;
+            }
+            if (++slot == K) slot = 0, ++tok;
         }
     }
 }
