@@ -24,12 +24,6 @@
 
 namespace {
 
-#if defined(DS4_MMA_EMULATE)
-const char* kPath = "mma fragments";
-#else
-const char* kPath = "dp4a";
-#endif
-
 // The GEMM as launch_gemm_int8 launches it (16 rows x 32 columns a block).
 std::vector<float> gemm(const Q8Rows& w, const Cols& c, int64_t ncols, int mode, int64_t x_group_rows = 0,
                         int64_t x_groups = 1) {
@@ -45,7 +39,7 @@ std::vector<float> gemm(const Q8Rows& w, const Cols& c, int64_t ncols, int mode,
 
 void gemm_case(int64_t rows, int64_t n, int64_t ncols, int mode, int64_t groups = 1) {
     const int64_t nb = n / 32;
-    const std::string name = std::string(kPath) + ": " + std::to_string(rows) + " rows of " + std::to_string(n) + " (" +
+    const std::string name = std::string(kTilePath) + ": " + std::to_string(rows) + " rows of " + std::to_string(n) + " (" +
                              std::to_string(nb) + " blocks), " + std::to_string(ncols) + " columns, " +
                              (mode == 2 ? "16-byte" : mode == 1 ? "8-byte" : "byte") + " loads" +
                              (groups > 1 ? ", " + std::to_string(groups) + " groups" : "") +

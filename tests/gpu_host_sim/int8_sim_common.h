@@ -12,6 +12,13 @@
 
 namespace {
 
+// Which integer tile product the kernels were built with (gpu_mma_s8.h), for the cases' names.
+#if defined(DS4_MMA_EMULATE)
+[[maybe_unused]] constexpr const char* kTilePath = "mma fragments";
+#else
+[[maybe_unused]] constexpr const char* kTilePath = "dp4a";
+#endif
+
 int failures = 0;
 
 void report(bool ok, const std::string& name, const std::string& why = "") {

@@ -26,12 +26,6 @@
 
 namespace {
 
-#if defined(DS4_MMA_EMULATE)
-const char* kPath = "mma fragments";
-#else
-const char* kPath = "dp4a";
-#endif
-
 // Q2_K rows (84 bytes a block of 256) with random codes and scale bytes and f16 d, dmin of
 // either sign (negative d and dmin make -0 partial sums possible, which a chain must keep).
 std::vector<uint8_t> random_q2k(int64_t rows, int64_t n, std::mt19937_64& rng) {
@@ -101,7 +95,7 @@ void gate_up_case(int64_t n_in, int64_t F, const std::vector<int>& counts, bool 
     for (size_t i = 0; i < got.size() && bad < 0; ++i) {
         if (std::memcmp(&got[i], &want[i], 4) != 0) bad = (int64_t)i;
     }
-    report(bad < 0, std::string(kPath) + ": gate_up, " + describe(n_in, F, counts, wide) + ": the decode kernel's bits",
+    report(bad < 0, std::string(kTilePath) + ": gate_up, " + describe(n_in, F, counts, wide) + ": the decode kernel's bits",
            bad < 0 ? "" : "column " + std::to_string(bad / F) + " row " + std::to_string(bad % F));
 }
 
@@ -128,7 +122,7 @@ void down_case(int64_t F, int64_t E, const std::vector<int>& counts, bool wide) 
     for (size_t i = 0; i < got.size() && bad < 0; ++i) {
         if (std::memcmp(&got[i], &want[i], 4) != 0) bad = (int64_t)i;
     }
-    report(bad < 0, std::string(kPath) + ": down, " + describe(F, E, counts, wide) + ": the decode kernel's bits",
+    report(bad < 0, std::string(kTilePath) + ": down, " + describe(F, E, counts, wide) + ": the decode kernel's bits",
            bad < 0 ? "" : "column " + std::to_string(bad / E) + " row " + std::to_string(bad % E));
 }
 
