@@ -16,7 +16,7 @@ def model():
     return Model.load(synth_tiny_path(), threads=1)
 
 
-# Batched prefill blocks are 256 tokens (Ds4Session::kPrefillBlock), each ending on a position
+# Batched prefill blocks are 256 tokens by default (Ds4Session::kPrefillBlock), each ending on a position
 # that is a multiple of 4 (256 is one).
 @pytest.mark.parametrize("mode, block", [("exact", 1), ("batched", 256)])
 def test_should_stop_stops_between_blocks_and_keeps_what_was_fed(model, mode, block):

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "common/error.h"
@@ -15,6 +16,19 @@ namespace {
 bool profile_from_env() {
     const char* v = std::getenv("DS4KIT_PROFILE");
     return v && *v && std::string(v) != "0";
+}
+
+// DS4KIT_PREFILL_BLOCK, or the default.
+int64_t prefill_block_from_env() {
+    const char* v = std::getenv("DS4KIT_PREFILL_BLOCK");
+    if (!v || !*v) return Ds4Session::kPrefillBlock;
+    char* end = nullptr;
+    const long long b = std::strtoll(v, &end, 10);
+    if (*end != '\0' || b < 4 || b > Ds4Session::kMaxPrefillBlock || b % 4 != 0) {
+        throw ArgumentError(std::string("DS4KIT_PREFILL_BLOCK is '") + v + "'; it must be a multiple of 4 from 4 to " +
+                            std::to_string(Ds4Session::kMaxPrefillBlock) + " (tokens a batched prefill block)");
+    }
+    return (int64_t)b;
 }
 
 SeqShape seq_shape(const Ds4Hparams& hp, int64_t max_ctx) {
@@ -47,7 +61,8 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
       opt_(opt),
       numerics_{opt.fp8_kv, opt.indexer_fp4},
       state_(model_->backend().new_seq_state(seq_shape(model_->hparams(), checked_max_ctx(opt.max_ctx)))),
-      act_(model_->backend(), model_->hparams(), kPrefillBlock),
+      prefill_block_(prefill_block_from_env()),
+      act_(model_->backend(), model_->hparams(), prefill_block_),
       runner_(model_->backend(), model_->hparams(), clock_),
       uid_(next_session_uid++) {
     const Ds4Hparams& hp = model_->hparams();
@@ -60,7 +75,7 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
         }
     }
     const int64_t n_cap = (int64_t)opt_.capture_layers.size();
-    if (n_cap) capture_buf_ = model_->backend().alloc((size_t)(kPrefillBlock * n_cap * hp.n_embd) * sizeof(float));
+    if (n_cap) capture_buf_ = model_->backend().alloc((size_t)(prefill_block_ * n_cap * hp.n_embd) * sizeof(float));
 }
 
 Ds4Snapshot Ds4Session::snapshot() const {
@@ -194,15 +209,15 @@ std::vector<float> Ds4Session::prefill(const std::vector<int32_t>& tokens, bool 
                                        const std::function<bool()>& stop_requested) {
     if (tokens.empty()) throw ArgumentError("prefill needs at least one token");
     check_tokens(tokens.data(), (int64_t)tokens.size());  // fail before any state changes
-    const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : kPrefillBlock;
+    const int64_t n = (int64_t)tokens.size(), block = exact ? 1 : prefill_block_;
     std::vector<float> logits;
     captured_.clear();
-    bool want[kPrefillBlock];
+    const std::unique_ptr<bool[]> want(new bool[(size_t)block]);
     for (int64_t b = 0; b < n;) {
         const int64_t len = ratio4_piece(pos(), n - b, block);
-        std::fill(want, want + len, false);
+        std::fill(want.get(), want.get() + len, false);
         if (b + len == n) want[len - 1] = true;  // only the last token's logits are returned
-        forward(tokens.data() + b, len, want, logits);
+        forward(tokens.data() + b, len, want.get(), logits);
         b += len;
         if (stop_requested && b < n && stop_requested()) return {};
     }

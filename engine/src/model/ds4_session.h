@@ -95,7 +95,7 @@ public:
     // with rewind. 1 <= n <= kMaxRewind; no layer capture.
     std::vector<int32_t> decode_greedy(int32_t token, int64_t n);
     // Feeds the tokens; returns the logits of the last one. exact: one token at
-    // a time; batched: blocks of up to kPrefillBlock tokens ending on ratio-4
+    // a time; batched: blocks of up to prefill_block() tokens ending on ratio-4
     // boundaries (same results, as the forward is block-width invariant).
     // stop_requested, if given, is asked after each block: true stops the prefill
     // there (the blocks fed so far stay fed) and the result is empty (Ctrl-C).
@@ -118,8 +118,11 @@ public:
     static constexpr int64_t kBlock = 32;
     // Most tokens one prefill forward carries through the projections and the experts (its
     // attention runs kBlock at a time): every matrix, above all each routed expert, is read
-    // once for this many tokens instead of once for kBlock.
-    static constexpr int64_t kPrefillBlock = 256;
+    // once for this many tokens instead of once for kBlock. DS4KIT_PREFILL_BLOCK (a multiple of
+    // 4 from 4 to kMaxPrefillBlock) sets another size for a session: no bit depends on it (batch
+    // invariance), only speed and the block buffers' memory.
+    static constexpr int64_t kPrefillBlock = 256, kMaxPrefillBlock = 4096;
+    int64_t prefill_block() const { return prefill_block_; }
     // Most positions a rewind takes back (the rings keep this many extra positions).
     static constexpr int64_t kMaxRewind = 32;
 
@@ -127,7 +130,7 @@ public:
     PhaseClock& phase_clock() { return clock_; }
 
 private:
-    // Runs tokens [0, n) (n <= kPrefillBlock; with top, n <= kBlock) at positions pos()..
+    // Runs tokens [0, n) (n <= prefill_block(); with top, n <= kBlock) at positions pos()..
     // and advances. Appends the logits of tokens with want_logits[i] to logits (row-major,
     // in token order).
     // With top (every row wanted), the rows' top->k best come back into top instead.
@@ -149,7 +152,8 @@ private:
     Ds4Numerics numerics_;
     std::unique_ptr<SeqState> state_;
     PhaseClock clock_;
-    Ds4Activations act_;  // block buffers in backend memory, sized once for kPrefillBlock tokens
+    int64_t prefill_block_;  // before act_, which it sizes
+    Ds4Activations act_;  // block buffers in backend memory, sized once for prefill_block_ tokens
     Ds4BlockRunner runner_;
     std::unique_ptr<DeviceBuffer> logits_buf_, capture_buf_;
     std::unique_ptr<DeviceBuffer> top_ids_buf_, top_vals_buf_;  // kBlock x kMaxRowTopK, on first use
