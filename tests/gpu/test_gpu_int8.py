@@ -272,3 +272,22 @@ def test_gpu_int8_switch_leaves_other_experts_alone_and_checks_its_value(gpu, mo
     g = _engine.Model(str(_path(NAME)), threads=0, backend=gpu)
     with pytest.raises(Exception, match="DS4KIT_GPU_INT8 is 'sometimes'"):
         g.session(8).decode(toks[0])
+
+
+def test_gpu_prefill_block_changes_no_bit(gpu, monkeypatch):
+    """DS4KIT_PREFILL_BLOCK (the tokens a batched prefill block carries, so the columns each routed
+    expert's GEMM takes a pass) changes no bit on the GPU: a prefill in blocks of 16, 64 and 256
+    (the default) tokens gives the same last logits, and decode after it the same rows."""
+    toks = _tokens(NAME)
+    n = len(toks) - 6
+    out = {}
+    for block in ("16", "64", None):
+        if block:
+            monkeypatch.setenv("DS4KIT_PREFILL_BLOCK", block)
+        else:
+            monkeypatch.delenv("DS4KIT_PREFILL_BLOCK", raising=False)
+        s = _engine.Model(str(_path(NAME)), threads=0, backend=gpu).session(len(toks) + 8)
+        last = s.prefill(toks[:n], "batched")
+        out[block] = np.vstack([last[None, :]] + [s.decode(t)[None, :] for t in toks[n:]])
+    for block in ("16", "64"):
+        assert np.array_equal(out[block], out[None]), f"{NAME}: DS4KIT_PREFILL_BLOCK={block} changed the logits"
