@@ -92,11 +92,11 @@ __device__ inline void moe_gemm_q2k(const uint8_t* w0, const uint8_t* w1, uint64
             col_tok[t] = tok_of ? tok_of[col] : col;
         }
         float acc[2][4][4];  // [tile][quarter][C element]: the chains of warp `warp`
-        #pragma unroll
+#pragma unroll
         for (int k = 0; k < 2; ++k) {
-            #pragma unroll
+#pragma unroll
             for (int q = 0; q < 4; ++q) {
-                #pragma unroll
+#pragma unroll
                 for (int i = 0; i < 4; ++i) acc[k][q][i] = 0.0f;
             }
         }
@@ -157,9 +157,9 @@ __device__ inline void moe_gemm_q2k(const uint8_t* w0, const uint8_t* w1, uint64
                 continue;
             }
             float d[2][2], dmin[2][2];  // [tile][row g, g + 8]
-            #pragma unroll
+#pragma unroll
             for (int k = 0; k < 2; ++k) {
-                #pragma unroll
+#pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const uint32_t dd = As[(16 * k + g + 8 * h) * kQ2kPA + kQ2kBlockWords * e + 20];
                     d[k][h] = ds4::gpu::f16_bits_to_f32((uint16_t)(dd & 0xFFFFu));
@@ -167,36 +167,36 @@ __device__ inline void moe_gemm_q2k(const uint8_t* w0, const uint8_t* w1, uint64
                 }
             }
             const uint8_t* Ab = reinterpret_cast<const uint8_t*>(As);
-            #pragma unroll
+#pragma unroll
             for (int q = 0; q < 4; ++q) {
                 const int aw = kQ2kBlockWords * e + 4 + 4 * q;  // the quarter's code words: bytes 16 + 16 q
                 uint32_t a[2][2];
-                #pragma unroll
+#pragma unroll
                 for (int k = 0; k < 2; ++k) {
-                    #pragma unroll
+#pragma unroll
                     for (int h = 0; h < 2; ++h) a[k][h] = As[(16 * k + g + 8 * h) * kQ2kPA + aw + tq];
                 }
-                #pragma unroll
+#pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     const int s = 8 * (q / 2) + 2 * j + q % 2;
                     float dx[2], dsq[2];
-                    #pragma unroll
+#pragma unroll
                     for (int c = 0; c < 2; ++c) {
                         dx[c] = Bd[((2 * tq + c) * kQ2kStep + e) * 8 + s / 2];
                         dsq[c] = Bq[((2 * tq + c) * kQ2kStep + e) * 16 + s];
                     }
-                    #pragma unroll
+#pragma unroll
                     for (int k = 0; k < 2; ++k) {
                         int isum[4];
                         subblock_isum(As + 16 * k * kQ2kPA, Bs, aw, 64 * e + 4 * s, 2 * j, a[k], lane, isum);
                         float dl[2], ml[2];
-                        #pragma unroll
+#pragma unroll
                         for (int h = 0; h < 2; ++h) {  // gpu_dequant.h q2k_scale_min's products
                             const uint32_t sc = Ab[4 * ((16 * k + g + 8 * h) * kQ2kPA + kQ2kBlockWords * e) + s];
                             ml[h] = dmin[k][h] * ds4::gpu::u_to_f32(sc >> 4);
                             dl[h] = d[k][h] * ds4::gpu::u_to_f32(sc & 0xFu);
                         }
-                        #pragma unroll
+#pragma unroll
                         for (int i = 0; i < 4; ++i) {
                             const float v = ds4_fmaf(dl[i / 2], dx[i % 2] * ds4::gpu::small_int_to_f32(isum[i]), acc[k][q][i]);
                             acc[k][q][i] = ds4_fmaf(-ml[i / 2], dsq[i % 2], v);
@@ -210,11 +210,11 @@ __device__ inline void moe_gemm_q2k(const uint8_t* w0, const uint8_t* w1, uint64
         ds4_sync_block();
         float* T = reinterpret_cast<float*>(sm);
         float* Y = T + kQ2kRows * kQ2kCols * kQ2kTreeP;
-        #pragma unroll
+#pragma unroll
         for (int k = 0; k < 2; ++k) {
-            #pragma unroll
+#pragma unroll
             for (int q = 0; q < 4; ++q) {
-                #pragma unroll
+#pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     const int rho = 16 * k + g + 8 * (i / 2), col = 2 * tq + i % 2;
                     T[(rho * kQ2kCols + col) * kQ2kTreeP + 4 * warp + q] = acc[k][q][i];
