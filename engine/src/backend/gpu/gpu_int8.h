@@ -20,11 +20,21 @@ namespace gpu {
 
 constexpr int kInt8Block = 32;  // values per int8 scale
 
-// Four products of signed bytes added to c: exact, so every form gives the same integer. (clang
-// compiles the loop to one v_dot4_i32_iu8 for gfx1151, checked at -O3.)
+// Four products of signed bytes added to c: exact, so every form gives the same integer. On RDNA 3
+// and 3.5 (gfx11, Strix Halo's gfx1151) by the instruction itself: clang turns the loop below into
+// v_dot4_i32_iu8 in most kernels, but not where the codes are masked bytes (known non-negative, so
+// the sign extensions fold away: gpu_moe_gemm_q2k.cu's fallback compiled to scalar products and
+// spilled).
+#if defined(__HIP_DEVICE_COMPILE__) && !defined(__HIP_CPU_RT__) &&                                              \
+    (defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || defined(__gfx1103__) ||             \
+     defined(__gfx1150__) || defined(__gfx1151__) || defined(__gfx1152__))
+#define DS4_GPU_SUDOT4 1
+#endif
 __device__ inline int dot4_s8(uint32_t a, uint32_t b, int c) {
 #if defined(__CUDA_ARCH__) && !defined(__clang__)
     return __dp4a((int)a, (int)b, c);
+#elif defined(DS4_GPU_SUDOT4)
+    return __builtin_amdgcn_sudot4(true, (int)a, true, (int)b, c, false);
 #else
     for (int k = 0; k < 4; ++k) c += (int)(int8_t)(a >> (8 * k)) * (int)(int8_t)(b >> (8 * k));
     return c;
