@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Step 34 on the lent GPU (prepared at step 33, not yet run), one stage per argument, in the order
+# Step 34 on the lent GPU (prepared at step 33; moegemm, profiles, side, rocmfp2 and ncumoe ran at step 34 on an H100), one stage per argument, in the order
 # of what they decide (carry .whl and .llama):
 #   bash reports/examples/gpu-speed-h200/34-run.sh moegemm side profiles normq lanes ncu rocmfp2
 # side: the new default (every Q8_0 matmul on int8 columns, step 33) beside llama.cpp's CUDA
