@@ -194,19 +194,24 @@ void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gu, E
     const MoeMats& x = a.exp;
     const int64_t P = a.n_tokens * a.K;
     const Int8Cols h = with_plan ? launch_plan_and_h(a, s) : launch_int8_columns(a.h, a.E, a.n_tokens, 1, 0, a.E, a.int8, s);
-    if (moe_gemm_q2k_for(a.n_tokens, gu, dn, x)) {  // a prefill block: the tensor-core GEMMs, the same bits
+    // A prefill block takes the tensor-core GEMMs (gpu_moe_gemm_q2k.cu), with the same bits.
+    const bool gemm = moe_gemm_q2k_for(a.n_tokens, gu, dn, x);
+    if (gemm) {
         launch_moe_gate_up_q2k_gemm(a, slots, h, s);
-        launch_moe_down_q2k_gemm(a, slots, launch_int8_columns(a.act, x.F, P, 1, 0, x.F, a.int8, s), s);
-        return;
+    } else {
+        ds4_launch(gu.rows == 1 ? ds4_moe_gate_up_int8_kernel<1, 1, kQ2K> : ds4_moe_gate_up_int8_kernel<2, 1, kQ2K>,
+                   dim3(dot_row_blocks(x.F, gu.L, gu.rows), (unsigned)slots), dim3(kDotBlock), s, x.gate, x.up,
+                   x.gate_up_expert_bytes, x.gate_up_row_bytes, a.E, h.q, h.d, a.active, a.n_active, a.count, a.start,
+                   a.tok_of, a.n_tokens, x.F, a.clamp, a.act, gu.L, gu.wide);
+        DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_int8_kernel");
     }
-    ds4_launch(gu.rows == 1 ? ds4_moe_gate_up_int8_kernel<1, 1, kQ2K> : ds4_moe_gate_up_int8_kernel<2, 1, kQ2K>,
-               dim3(dot_row_blocks(x.F, gu.L, gu.rows), (unsigned)slots), dim3(kDotBlock), s, x.gate, x.up,
-               x.gate_up_expert_bytes, x.gate_up_row_bytes, a.E, h.q, h.d, a.active, a.n_active, a.count, a.start,
-               a.tok_of, a.n_tokens, x.F, a.clamp, a.act, gu.L, gu.wide);
-    DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_int8_kernel");
     // down, on the SwiGLU output (P columns of F) quantised into the same scratch (h's codes are
     // no longer read: the stream orders the launches).
     const Int8Cols act = launch_int8_columns(a.act, x.F, P, 1, 0, x.F, a.int8, s);
+    if (gemm) {
+        launch_moe_down_q2k_gemm(a, slots, act, s);
+        return;
+    }
     ds4_launch(dn.rows == 1 ? ds4_moe_down_int8_kernel<1, 1, kQ2K> : ds4_moe_down_int8_kernel<4, 1, kQ2K>,
                dim3(dot_row_blocks(a.E, dn.L, dn.rows), (unsigned)slots), dim3(kDotBlock), s, x.down,
                x.down_expert_bytes, x.down_row_bytes, x.F, act.q, act.d, a.active, a.n_active, a.count, a.start, a.n_tokens,
