@@ -51,10 +51,7 @@ void gemm_case(int64_t rows, int64_t n, int64_t ncols, int mode, int64_t groups 
     const Cols c = quantise(x, ldx, ncols, groups, stride, n);
     const std::vector<float> want = groups > 1 ? run<4, 1>(w, c, ncols, 1, group_rows, groups) : run<4, 1>(w, c, ncols, 1);
     const std::vector<float> got = groups > 1 ? gemm(w, c, ncols, mode, group_rows, groups) : gemm(w, c, ncols, mode);
-    int64_t bad = -1;
-    for (size_t i = 0; i < want.size() && bad < 0; ++i) {
-        if (std::memcmp(&want[i], &got[i], 4) != 0) bad = (int64_t)i;
-    }
+    const int64_t bad = first_bit_difference(want, got);
     report(bad < 0, name,
            bad < 0 ? "" : "column " + std::to_string(bad / rows) + " row " + std::to_string(bad % rows) + ": " +
                               std::to_string(got[(size_t)bad]) + " against " + std::to_string(want[(size_t)bad]));

@@ -30,6 +30,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
+// The first index where two equally long vectors differ in their bits, or -1.
+int64_t first_bit_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (std::memcmp(&a[i], &b[i], 4) != 0) return (int64_t)i;
+    }
+    return -1;
+}
+
 // Q8_0 rows in the backend's split layout: each row's nb x 32 codes, then its nb f16 scales.
 struct Q8Rows {
     int64_t rows, n;

@@ -91,10 +91,7 @@ void gate_up_case(int64_t n_in, int64_t F, const std::vector<int>& counts, bool 
                                         p.n_active.data(), p.count.data(), p.start.data(), p.tok_of.data(), n_tokens,
                                         clamp, got.data(), wide ? 1 : 0);
     });
-    int64_t bad = -1;
-    for (size_t i = 0; i < got.size() && bad < 0; ++i) {
-        if (std::memcmp(&got[i], &want[i], 4) != 0) bad = (int64_t)i;
-    }
+    const int64_t bad = first_bit_difference(got, want);
     report(bad < 0, std::string(kTilePath) + ": gate_up, " + describe(n_in, F, counts, wide) + ": the decode kernel's bits",
            bad < 0 ? "" : "column " + std::to_string(bad / F) + " row " + std::to_string(bad % F));
 }
@@ -118,10 +115,7 @@ void down_case(int64_t F, int64_t E, const std::vector<int>& counts, bool wide) 
         ds4_moe_down_q2k_gemm_kernel(down.data(), eb, rb, F, E, ac.q(), ad, p.active.data(), p.n_active.data(),
                                      p.count.data(), p.start.data(), p.pairs, got.data(), wide ? 1 : 0);
     });
-    int64_t bad = -1;
-    for (size_t i = 0; i < got.size() && bad < 0; ++i) {
-        if (std::memcmp(&got[i], &want[i], 4) != 0) bad = (int64_t)i;
-    }
+    const int64_t bad = first_bit_difference(got, want);
     report(bad < 0, std::string(kTilePath) + ": down, " + describe(F, E, counts, wide) + ": the decode kernel's bits",
            bad < 0 ? "" : "column " + std::to_string(bad / E) + " row " + std::to_string(bad % E));
 }
