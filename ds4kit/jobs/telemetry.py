@@ -121,7 +121,8 @@ class RunTelemetry:
         windows = []
         for (t0, d0, _, _), (t1, d1, temp, key) in zip(pts, pts[1:]):
             if t1 > t0:
-                windows.append({"t": t1, "rate": (d1 - d0) / (t1 - t0), "temp_c": temp, "metric": key})
+                windows.append({"t_start": t0, "t": t1, "rate": (d1 - d0) / (t1 - t0), "temp_c": temp,
+                                "metric": key})
         rated = [w for w in windows if w["temp_c"] is not None and w["rate"] > 0]
         corr = None
         if len(rated) >= 3:

@@ -38,7 +38,9 @@ def test_telemetry_lands_in_the_generate_report(tiny_target, tmp_path):
     # Progress is sampled with the telemetry: the windows' rates add up to the tokens generated.
     w = tel["soak"]["windows"]
     assert w and all(x["temp_c"] == 45 for x in w)
-    total = sum(x["rate"] * (b["t"] - a["t"]) for x, a, b in zip(w, [{"t": 0.0}] + w, w))
+    # Each window covers [t_start, t]; the first starts at the first sample, not at 0.
+    assert all(a["t"] == b["t_start"] for a, b in zip(w, w[1:]))
+    total = sum(x["rate"] * (x["t"] - x["t_start"]) for x in w)
     assert total <= 60 + 1e-6
 
 
