@@ -141,6 +141,24 @@ __device__ inline float ds4_shfl_down32(float v, int s) {
 }
 #endif
 
+// ds4_sync_warp(): a warp's shared-memory writes made visible to the warp's other lanes (a
+// warp-local table written by each lane, then read by all). CUDA: __syncwarp. AMDGPU: a wave's
+// LDS instructions execute for all its lanes in order, so only the compiler must not move
+// accesses across it (fences at wavefront scope around a wave barrier; a warp of 32 lanes is a
+// whole wave32 or half a wave64). HIP-CPU and the host simulations have no warps: there it is a
+// block barrier, so a kernel calls it from every warp of the block the same number of times.
+#if defined(__HIP_CPU_RT__)
+__device__ inline void ds4_sync_warp() { __syncthreads(); }
+#elif defined(__CUDACC__) && !defined(__HIPCC__)
+__device__ inline void ds4_sync_warp() { __syncwarp(); }
+#else
+__device__ inline void ds4_sync_warp() {
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+#endif
+
 // *p += v as one atomic operation on a shared-memory int (histograms). The device-only HIP
 // compile has no atomicAdd, so clang's generic builtin there.
 #if DS4_GPU_HAVE_RUNTIME

@@ -42,10 +42,11 @@ __device__ inline int dot4_s8(uint32_t a, uint32_t b, int c) {
 }
 
 // (float)v for |v| < 2^22 without the int-to-float unit: 1.5 * 2^23 + v is a float with v in
-// its low bits.
-__device__ inline float small_int_to_f32(int v) {
-    return ds4::num::f32_of((uint32_t)(0x4B400000 + v)) - 12582912.0f;
-}
+// its low bits. A sum that starts at kSmallIntBias instead of 0 (an integer dot's accumulator)
+// is already such a float: biased_int_to_f32 takes it without the add.
+constexpr int kSmallIntBias = 0x4B400000;
+__device__ inline float biased_int_to_f32(int biased) { return ds4::num::f32_of((uint32_t)biased) - 12582912.0f; }
+__device__ inline float small_int_to_f32(int v) { return biased_int_to_f32(kSmallIntBias + v); }
 
 // Round half to even (the current rounding mode, which kernels never change).
 __device__ inline float round_even(float x) {

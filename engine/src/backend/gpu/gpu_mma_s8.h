@@ -31,8 +31,8 @@ namespace gpu {
 
 #if defined(DS4_MMA_EMULATE)
 // The product as PTX defines it, from every lane's fragments (host simulation: all threads of
-// the block call it together; warp w's lanes are threads 32 w ..).
-inline void mma_s8_16x8x32(const uint32_t a[4], const uint32_t b[2], int c[4]) {
+// the block call it together; warp w's lanes are threads 32 w ..), plus c0.
+inline void mma_s8_16x8x32(const uint32_t a[4], const uint32_t b[2], int c[4], int c0) {
     static uint32_t fa[32][32][4], fb[32][32][2];  // [warp][lane]
     const int t = (int)ds4_thread_x(), w = t / 32, lane = t % 32;
     for (int i = 0; i < 4; ++i) fa[w][lane][i] = a[i];
@@ -49,7 +49,7 @@ inline void mma_s8_16x8x32(const uint32_t a[4], const uint32_t b[2], int c[4]) {
     const int g = lane / 4, tt = lane % 4;
     for (int i = 0; i < 4; ++i) {
         const int row = g + 8 * (i / 2), col = 2 * tt + i % 2;
-        int s = 0;
+        int s = c0;
         for (int k = 0; k < 32; ++k) s += A(row, k) * B(k, col);
         c[i] = s;
     }
@@ -58,16 +58,17 @@ inline void mma_s8_16x8x32(const uint32_t a[4], const uint32_t b[2], int c[4]) {
 #endif
 
 #if DS4_MMA_TENSOR
-// c = the m16n8k32 product of the lane's A fragment a and B fragment b (the layouts above).
-__device__ inline void mma_s8_fragments(const uint32_t a[4], const uint32_t b[2], int c[4]) {
+// c = the m16n8k32 product of the lane's A fragment a and B fragment b (the layouts above), plus
+// c0 in every element (the accumulator's start: gpu_int8.h kSmallIntBias saves an add a sum).
+__device__ inline void mma_s8_fragments(const uint32_t a[4], const uint32_t b[2], int c[4], int c0 = 0) {
 #if defined(DS4_MMA_EMULATE)
-    mma_s8_16x8x32(a, b, c);
+    mma_s8_16x8x32(a, b, c, c0);
 #else
     asm volatile(
         "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%10, %10, %10, %10};"
         : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c0));
 #endif
 }
 #endif
