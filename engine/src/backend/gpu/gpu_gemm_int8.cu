@@ -105,11 +105,11 @@ extern "C" __global__ void DS4_DOT_BOUNDS ds4_gemm_int8_kernel(const uint8_t* W,
         // which drops that step's sums.
         const float dw[2] = {Ad[r_lo * NB + warp], Ad[(r_lo + 8) * NB + warp]};
         for (int nt = 0; nt < 4; ++nt) {
-            int isum[4];
-            ds4::gpu::tile_isum(As, Bs, P, 0, 8 * nt, warp, lane, isum);
+            int bsum[4];  // kSmallIntBias + the integer dots
+            ds4::gpu::tile_isum(As, Bs, P, 0, 8 * nt, warp, lane, bsum, ds4::gpu::kSmallIntBias);
             for (int i = 0; i < 4; ++i) {
                 const float dx = Bd[(8 * nt + 2 * (lane % 4) + i % 2) * NB + warp];
-                acc[nt][i] = ds4_fmaf(dw[i / 2], dx * ds4::gpu::small_int_to_f32(isum[i]), acc[nt][i]);
+                acc[nt][i] = ds4_fmaf(dw[i / 2], dx * ds4::gpu::biased_int_to_f32(bsum[i]), acc[nt][i]);
             }
         }
         ds4_sync_block();

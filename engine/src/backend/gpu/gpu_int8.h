@@ -196,14 +196,14 @@ __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, 
             const int64_t e = b * 256 + 128 * half + 32 * j + 16 * h;  // the sub-block's first element
             const uint4_t xw = *reinterpret_cast<const uint4_t*>(xq + e);
             const float dx = xd[e / kInt8Block];
-            int sq = dot4_s8(0x01010101u, xw.a, 0);
+            int sq = dot4_s8(0x01010101u, xw.a, kSmallIntBias);  // biased: a float after one subtraction
             sq = dot4_s8(0x01010101u, xw.b, sq);
             sq = dot4_s8(0x01010101u, xw.c, sq);
             sq = dot4_s8(0x01010101u, xw.d, sq);
-            const float dsq = dx * small_int_to_f32(sq);
+            const float dsq = dx * biased_int_to_f32(sq);
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-                int isum = dot4_s8((raw[r].q[0] >> (2 * j)) & 0x03030303u, xw.a, 0);
+                int isum = dot4_s8((raw[r].q[0] >> (2 * j)) & 0x03030303u, xw.a, kSmallIntBias);
                 isum = dot4_s8((raw[r].q[1] >> (2 * j)) & 0x03030303u, xw.b, isum);
                 isum = dot4_s8((raw[r].q[2] >> (2 * j)) & 0x03030303u, xw.c, isum);
                 isum = dot4_s8((raw[r].q[3] >> (2 * j)) & 0x03030303u, xw.d, isum);
@@ -211,7 +211,7 @@ __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, 
                 const uint32_t sc = ((j < 2 ? raw[r].sc0 : raw[r].sc1) >> (8 * ((2 * j + h) % 4))) & 0xFFu;
                 float ml;
                 const float dl = q2k_scale_min(raw[r].dd, sc, &ml);
-                acc[r] = ds4_fmaf(dl, dx * small_int_to_f32(isum), acc[r]);
+                acc[r] = ds4_fmaf(dl, dx * biased_int_to_f32(isum), acc[r]);
                 acc[r] = ds4_fmaf(-ml, dsq, acc[r]);
             }
         }
@@ -248,7 +248,7 @@ __device__ inline void q8_0_int8_block(const uint8_t* const* rows, int64_t nb, i
         const float dx = xd[c][b];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            int isum = dot4_s8(w[r][0], x0.a, 0);
+            int isum = dot4_s8(w[r][0], x0.a, kSmallIntBias);  // biased: a float after one subtraction
             isum = dot4_s8(w[r][1], x0.b, isum);
             isum = dot4_s8(w[r][2], x0.c, isum);
             isum = dot4_s8(w[r][3], x0.d, isum);
@@ -256,7 +256,7 @@ __device__ inline void q8_0_int8_block(const uint8_t* const* rows, int64_t nb, i
             isum = dot4_s8(w[r][5], x1.b, isum);
             isum = dot4_s8(w[r][6], x1.c, isum);
             isum = dot4_s8(w[r][7], x1.d, isum);
-            acc[r * NC + c] = ds4_fmaf(dw[r], dx * small_int_to_f32(isum), acc[r * NC + c]);
+            acc[r * NC + c] = ds4_fmaf(dw[r], dx * biased_int_to_f32(isum), acc[r * NC + c]);
         }
     }
 }

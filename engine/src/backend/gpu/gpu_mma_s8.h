@@ -73,22 +73,22 @@ __device__ inline void mma_s8_fragments(const uint32_t a[4], const uint32_t b[2]
 }
 #endif
 
-// c[i] (lane 4 g + t of the warp): the integer dot over block kb (words 8 kb .. 8 kb + 8) of A
-// row r0 + g + 8 (i / 2) with B column n0 + 2 t + i % 2, A and B tiles in shared memory, rows P
-// words apart.
+// c[i] (lane 4 g + t of the warp): c0 plus the integer dot over block kb (words 8 kb .. 8 kb + 8)
+// of A row r0 + g + 8 (i / 2) with B column n0 + 2 t + i % 2, A and B tiles in shared memory,
+// rows P words apart.
 __device__ inline void tile_isum(const uint32_t* A, const uint32_t* B, int P, int r0, int n0, int kb, int lane,
-                                 int c[4]) {
+                                 int c[4], int c0 = 0) {
     const int g = lane / 4, t = lane % 4, w0 = 8 * kb;
 #if DS4_MMA_TENSOR
     const uint32_t a[4] = {A[(r0 + g) * P + w0 + t], A[(r0 + g + 8) * P + w0 + t], A[(r0 + g) * P + w0 + 4 + t],
                            A[(r0 + g + 8) * P + w0 + 4 + t]};
     const uint32_t b[2] = {B[(n0 + g) * P + w0 + t], B[(n0 + g) * P + w0 + 4 + t]};
-    mma_s8_fragments(a, b, c);
+    mma_s8_fragments(a, b, c, c0);
 #else
     for (int i = 0; i < 4; ++i) {
         const uint32_t* ar = A + (r0 + g + 8 * (i / 2)) * P + w0;
         const uint32_t* bc = B + (n0 + 2 * t + i % 2) * P + w0;
-        int s = 0;
+        int s = c0;
         for (int w = 0; w < 8; ++w) s = dot4_s8(ar[w], bc[w], s);
         c[i] = s;
     }

@@ -152,11 +152,11 @@ __device__ inline void moe_gemm_q2k(const uint8_t* w0, const uint8_t* w1, uint64
                     dx = xd[col_tok[col] * nb32 + 8 * b + s / 2];
                 }
                 *reinterpret_cast<ds4::gpu::uint4_t*>(Bs + col * kQ2kPB + 64 * e + 4 * s) = v;
-                int sq = ds4::gpu::dot4_s8(0x01010101u, v.a, 0);
+                int sq = ds4::gpu::dot4_s8(0x01010101u, v.a, ds4::gpu::kSmallIntBias);
                 sq = ds4::gpu::dot4_s8(0x01010101u, v.b, sq);
                 sq = ds4::gpu::dot4_s8(0x01010101u, v.c, sq);
                 sq = ds4::gpu::dot4_s8(0x01010101u, v.d, sq);
-                Bq[(e * 16 + s) * kQ2kCols + col] = dx * ds4::gpu::small_int_to_f32(sq);
+                Bq[(e * 16 + s) * kQ2kCols + col] = dx * ds4::gpu::biased_int_to_f32(sq);
                 if (s % 2 == 0) Bd[(e * 8 + s / 2) * kQ2kCols + col] = dx;
             }
             ds4_sync_block();
