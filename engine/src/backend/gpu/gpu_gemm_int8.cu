@@ -17,6 +17,7 @@ constexpr int kGemmThreads = 256;
 constexpr int kGemmWarps = kGemmThreads / 32;
 static_assert(kGemmWarps == ds4::gpu::kInt8Chains, "a warp a chain");
 constexpr int kGemmBlocks = kGemmWarps;             // Q8_0 blocks a step
+constexpr int kGemmOutputs = kGemmRows * kGemmCols;  // a block's outputs (two a thread in the tree)
 constexpr int kGemmP = 8 * kGemmBlocks + 4;         // words from a tile row to the next (gpu_mma_s8.h: 32 m + 4)
 constexpr int kGemmAChunks = kGemmRows * kGemmBlocks * 2, kGemmBChunks = kGemmCols * kGemmBlocks * 2;  // 16 bytes
 static_assert(kGemmAChunks % kGemmThreads == 0 && kGemmBChunks % kGemmThreads == 0, "whole chunks a thread");
@@ -45,7 +46,7 @@ extern "C" __global__ void DS4_DOT_BOUNDS ds4_gemm_int8_kernel(const uint8_t* W,
     constexpr int P = kGemmP, NB = kGemmBlocks;
     __shared__ uint32_t As[kGemmRows * P], Bs[kGemmCols * P];
     __shared__ float Ad[kGemmRows * NB], Bd[kGemmCols * NB];
-    __shared__ float Xs[(kGemmWarps - 1) * 32 * 16];  // the chain sums of warps 1 .. 7
+    __shared__ float Xs[kGemmWarps * kGemmOutputs];  // every chain's sums, for the tree
     const int t = (int)ds4_thread_x(), warp = t / 32, lane = t % 32;
     const int64_t row0 = (int64_t)ds4_block_x() * kGemmRows;
     const int col0 = (int)ds4_block_y() * kGemmCols;
@@ -114,29 +115,31 @@ extern "C" __global__ void DS4_DOT_BOUNDS ds4_gemm_int8_kernel(const uint8_t* W,
         }
         ds4_sync_block();
     }
-    // The chains' tree: warps 1 .. 7 hand their sums to warp 0, which adds p[x] + p[x + s] for
-    // s = 4, 2, 1.
-    if (warp > 0) {
-        float* x = Xs + ((warp - 1) * 32 + lane) * 16;
-        for (int nt = 0; nt < 4; ++nt) {
-            for (int i = 0; i < 4; ++i) x[4 * nt + i] = acc[nt][i];
+    // The chains' tree, every thread two of the block's 512 outputs: each warp hands its chain's
+    // sums over (output o = column * 16 + row, so the stores below are whole column segments),
+    // then p[x] + p[x + s] for s = 4, 2, 1.
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int o = (8 * nt + 2 * (lane % 4) + i % 2) * kGemmRows + r_lo + 8 * (i / 2);
+            Xs[warp * kGemmOutputs + o] = acc[nt][i];
         }
     }
     ds4_sync_block();
-    if (warp == 0) {
-        for (int nt = 0; nt < 4; ++nt) {
-            for (int i = 0; i < 4; ++i) {
-                float p[kGemmWarps];
-                p[0] = acc[nt][i];
-                for (int k = 1; k < kGemmWarps; ++k) p[k] = Xs[((k - 1) * 32 + lane) * 16 + 4 * nt + i];
-                for (int s = kGemmWarps / 2; s >= 1; s /= 2) {
-                    for (int x = 0; x < s; ++x) p[x] = p[x] + p[x + s];
-                }
-                const int64_t r = row0 + r_lo + 8 * (i / 2);
-                const int c = col0 + 8 * nt + 2 * (lane % 4) + i % 2;
-                if (r < n_rows && c < ncols) Y[(int64_t)c * ldy + r] = p[0];
-            }
+#pragma unroll
+    for (int o = t; o < kGemmOutputs; o += kGemmThreads) {
+        float p[kGemmWarps];
+#pragma unroll
+        for (int k = 0; k < kGemmWarps; ++k) p[k] = Xs[k * kGemmOutputs + o];
+#pragma unroll
+        for (int s = kGemmWarps / 2; s >= 1; s /= 2) {
+#pragma unroll
+            for (int x = 0; x < s; ++x) p[x] = p[x] + p[x + s];
         }
+        const int64_t r = row0 + o % kGemmRows;
+        const int c = col0 + o / kGemmRows;
+        if (r < n_rows && c < ncols) Y[(int64_t)c * ldy + r] = p[0];
     }
 }
 
