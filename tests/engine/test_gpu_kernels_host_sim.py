@@ -41,7 +41,8 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
 - gpu_moe_gemm_q2k.cu's prefill GEMMs of the routed Q2_K experts (moe_gemm_q2k_sim.cpp, with the
   dp4a sub-block product and with the tensor-core fragments): gate_up with the SwiGLU and down
   bit for bit the decode kernels' (rows of 3 to 16 blocks, partial tiles and steps, 1 to 19
-  columns an expert, scales of both signs, both row load widths).
+  columns an expert, scales of both signs, both row load widths), and the int8 walks' scale
+  decode (gpu_dequant.h q2k_scale_min_fma) against q2k_scale_min's products for every finite f16.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -62,7 +63,7 @@ DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 9)
            ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9), ("attention_inputs_sim.cpp", 8),
            ("plan_int8_sim.cpp", 5), ("group_reduce_sim.cpp", 9), ("norm_int8_sim.cpp", 12),
            ("norm_int8_sim.cpp -DDS4_GPU_SIM_NO_SHUFFLE", 12),
-           ("moe_gemm_q2k_sim.cpp", 7), ("moe_gemm_q2k_sim.cpp -DDS4_MMA_EMULATE", 7)]
+           ("moe_gemm_q2k_sim.cpp", 8), ("moe_gemm_q2k_sim.cpp -DDS4_MMA_EMULATE", 8)]
 
 
 @pytest.mark.parametrize("entry, cases", DRIVERS)

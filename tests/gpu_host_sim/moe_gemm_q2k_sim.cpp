@@ -11,12 +11,14 @@
 #include "sim_runtime.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/gpu/gpu_int8_columns.cu"
@@ -122,7 +124,31 @@ void down_case(int64_t F, int64_t E, const std::vector<int>& counts, bool wide) 
 
 }  // namespace
 
+// gpu_dequant.h q2k_scale_min_fma (the int8 walks' scales) against q2k_scale_min's products for
+// every finite f16 d (as d and as dmin) and every scale byte: the same float, bit for bit except
+// a zero's sign (+0 for -0 where d < 0, which no chain can see).
+void scale_fma_case() {
+    int64_t bad = 0, zeros = 0;
+    for (uint32_t h = 0; h < 0x10000u; ++h) {
+        if ((h & 0x7C00u) == 0x7C00u) continue;  // inf and NaN
+        for (uint32_t sc = 0; sc < 256; ++sc) {
+            for (const uint32_t dd : {h, h << 16}) {
+                float ml_ref, ml;
+                const float dl_ref = ds4::gpu::q2k_scale_min(dd, sc, &ml_ref);
+                const float dl = ds4::gpu::q2k_scale_min_fma(ds4::gpu::q2k_scales(dd), sc, &ml);
+                for (const auto& [a, b] : {std::pair{dl, dl_ref}, std::pair{ml, ml_ref}}) {
+                    if (a == 0.0f && b == 0.0f) ++zeros;
+                    else if (std::bit_cast<uint32_t>(a) != std::bit_cast<uint32_t>(b)) ++bad;
+                }
+            }
+        }
+    }
+    report(bad == 0 && zeros > 0, "q2k_scale_min_fma: every finite f16 d and dmin, every scale byte: the products' bits (" +
+                                      std::to_string(bad) + " differ)");
+}
+
 int main() {
+    scale_fma_case();
     gate_up_case(4096, 40, {3, 0, 9}, true);        // two whole steps; a partial tile of rows
     gate_up_case(2048, 32, {1, 8}, false);          // one whole step, word loads
     gate_up_case(768, 24, {17, 2, 0, 5}, false);    // a partial step (warps 3..7 without a block)

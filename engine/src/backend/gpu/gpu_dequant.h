@@ -279,6 +279,25 @@ __device__ inline float q2k_scale_min(uint32_t dd, uint32_t sc, float* ml) {
     return d * u_to_f32(sc & 0xFu);
 }
 
+// The int8 walks' Q2_K sub-block scale and min (gpu_int8.h lane_dot_q2k_int8 and the expert
+// GEMM, which must agree bit for bit): the same dl = d * (sc & 15), ml = dmin * (sc >> 4) as
+// q2k_scale_min, each as fma(2^23 + n, d, -2^23 d): 2^23 + n is n's magic float (no subtraction
+// after it), and the fma rounds the exact n d once, which a float holds (an f16 times a 4-bit
+// integer), so the value is the product's. Only a zero's sign can differ (+0 where d < 0): an
+// accumulator that starts at +0 never becomes -0, so no chain sees it (moe_gemm_q2k_sim checks
+// every finite f16 d and n). With d infinite or NaN the result is NaN.
+struct Q2kScales {
+    float d, dmin, d_off, dmin_off;  // d_off = -2^23 d, dmin_off = -2^23 dmin
+};
+__device__ inline Q2kScales q2k_scales(uint32_t dd) {
+    const float d = f16_bits_to_f32((uint16_t)(dd & 0xFFFFu)), dmin = f16_bits_to_f32((uint16_t)(dd >> 16));
+    return Q2kScales{d, dmin, d * -8388608.0f, dmin * -8388608.0f};
+}
+__device__ inline float q2k_scale_min_fma(const Q2kScales& k, uint32_t sc, float* ml) {
+    *ml = ds4_fmaf(ds4::num::f32_of(0x4B000000u | (sc >> 4)), k.dmin, k.dmin_off);
+    return ds4_fmaf(ds4::num::f32_of(0x4B000000u | (sc & 0xFu)), k.d, k.d_off);
+}
+
 // Q2_K's 8 weights of one chunk from its words: dd (f16 d, dmin), the sub-block's scale
 // byte sc, the chunk's two code words and the shift of its codes in their bytes.
 __device__ inline void decode_q2k_words(uint32_t dd, uint32_t sc, uint32_t q0w, uint32_t q1w, int shift, float* w) {

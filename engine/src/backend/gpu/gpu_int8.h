@@ -179,7 +179,7 @@ __device__ inline void fetch_q2k_quarter(const uint8_t* row, int64_t blk, int sl
 // blocks l / 4, l / 4 + L / 4, ...; per sub-block j of it, with isum the 16 codes' integer dot
 // with the column's int8 values, sq those values' sum and dx their block's scale,
 // acc = fma(dl, dx * isum, acc), then acc = fma(-ml, dx * sq, acc) (dl, ml: the sub-block's scale
-// and min as gpu_dequant.h q2k_scale_min gives them). WIDE: the rows allow word loads. Every row
+// and min as gpu_dequant.h q2k_scale_min_fma gives them). WIDE: the rows allow word loads. Every row
 // pointer must be a row of the matrix (callers repeat the last row past its end).
 template <int R, bool WIDE>
 __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln, const int8_t* xq,
@@ -210,7 +210,7 @@ __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, 
                 // Sub-block 8 half + 2 j + h: byte (2 j + h) % 4 of scale word j / 2.
                 const uint32_t sc = ((j < 2 ? raw[r].sc0 : raw[r].sc1) >> (8 * ((2 * j + h) % 4))) & 0xFFu;
                 float ml;
-                const float dl = q2k_scale_min(raw[r].dd, sc, &ml);
+                const float dl = q2k_scale_min_fma(q2k_scales(raw[r].dd), sc, &ml);
                 acc[r] = ds4_fmaf(dl, dx * biased_int_to_f32(isum), acc[r]);
                 acc[r] = ds4_fmaf(-ml, dsq, acc[r]);
             }

@@ -164,12 +164,10 @@ __device__ inline void moe_gemm_q2k(const uint8_t* w0, const uint8_t* w1, uint64
             // 8 (q / 2) + 2 j + q % 2 for j = 0..3 in order. A block past the row's end leaves
             // the chains as they are (decode's lane has no such block): the warp skips it.
             const int e = warp;
-            // The scales of row `lane` (gpu_dequant.h q2k_scale_min's products), one sub-block a
+            // The scales of row `lane` (gpu_dequant.h q2k_scale_min_fma, as decode), one sub-block a
             // step into the warp's table, where the 4 lanes of each fragment row read them: a
             // lane's own rows would cost each of the 4 the same decoding.
-            const uint32_t dd = As[lane * kQ2kPA + kQ2kBlockWords * e + 20];
-            const float d_own = ds4::gpu::f16_bits_to_f32((uint16_t)(dd & 0xFFFFu));
-            const float dmin_own = ds4::gpu::f16_bits_to_f32((uint16_t)(dd >> 16));
+            const ds4::gpu::Q2kScales own = ds4::gpu::q2k_scales(As[lane * kQ2kPA + kQ2kBlockWords * e + 20]);
             const uint8_t* sc_own = reinterpret_cast<const uint8_t*>(As + lane * kQ2kPA + kQ2kBlockWords * e);
             // Table slot of row rho = 16 k + 8 h + g: (k * 8 + g) * 4 + 2 h, so a lane's rows g and g + 8
             // of tile k (dl, ml of each) are one 16-byte load; two buffers, a sub-block's each.
@@ -190,9 +188,9 @@ __device__ inline void moe_gemm_q2k(const uint8_t* w0, const uint8_t* w1, uint64
                         const int s = 8 * (q / 2) + 2 * j + q % 2;
                         float* tb = tab + (j % 2) * kQ2kTableFloats / 2;  // buffer j % 2: read two sub-blocks ago
                         {
-                            const uint32_t sc = sc_own[s];
-                            tb[own_slot] = d_own * ds4::gpu::u_to_f32(sc & 0xFu);
-                            tb[own_slot + 1] = dmin_own * ds4::gpu::u_to_f32(sc >> 4);
+                            float ml;
+                            tb[own_slot] = ds4::gpu::q2k_scale_min_fma(own, sc_own[s], &ml);
+                            tb[own_slot + 1] = ml;
                         }
                         ds4_sync_warp();
                         const Floats2 dxs = *reinterpret_cast<const Floats2*>(Bd + (e * 8 + s / 2) * kQ2kCols + 2 * tq);
