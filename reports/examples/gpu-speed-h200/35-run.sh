@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Step 35 on the lent GPU (prepared at steps 34 and 35, not yet run: step 35 had no device time),
 # one stage per argument, in the order of what they decide (carry .whl; .llama for side2048):
-#   bash reports/examples/gpu-speed-h200/35-run.sh kernels block side2048 ncugemm normq lanes
+#   bash reports/examples/gpu-speed-h200/35-run.sh kernels      # one call (about 500 s)
+#   bash reports/examples/gpu-speed-h200/35-run.sh tests        # one call (about 420 s)
+#   bash reports/examples/gpu-speed-h200/35-run.sh block side2048 ncugemm normq lanes
 # kernels: step 35's kernel changes (35-kernels.diff: the expert GEMM's scale table and biased
-# integer dots, the bias in decode's int8 walks, the Q8_0 GEMM's tree on every thread) against
-# the code before them (scripts/gpu-diff-ab: one logits hash a model for both, then decode, verify
-# and prefill interleaved), after test_gpu_int8.py (prefill == verify == decode on the GPU).
+# integer dots, the bias and the fma scale decode in decode's int8 walks, the Q8_0 GEMM's tree on
+# every thread) against the code before them, and the variant 35-attn-bounds.diff on top (the
+# attention chunks capped at 85 registers for three blocks an SM; not in the tree): one logits
+# hash a model for each build (before and after must agree), then decode, verify and prefill
+# interleaved (scripts/gpu-diff-ab).
+# tests: test_gpu_int8.py (prefill == verify == decode on the GPU, the prefill-block check), then
+# all of tests/gpu.
 # block: DS4KIT_PREFILL_BLOCK (step 34: a session's prefill block, default 256) at 256, 512, 1024
 # and 2048 on a 2048-token prefill, interleaved (larger blocks give each routed expert more
 # columns a pass of its tensor-core GEMMs; the attention and the plan grow with the block), after
@@ -23,12 +29,15 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$
 for stage in "$@"; do
   t0=$(date +%s)
   case $stage in
-    kernels) source scripts/gpu-build "$OUT/build.log" || exit 3
-             timeout 300 "$PY" -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/35-kernels-tests.txt" 2>&1
-             tail -1 "$OUT/35-kernels-tests.txt"
-             REPS=${REPS:-2} timeout 480 bash scripts/gpu-diff-ab "$d/35-kernels.diff" "$OUT/kernels" hash ab >/dev/null 2>&1
+    kernels) VARIANTS="$d/35-attn-bounds.diff" REPS=${REPS:-2} timeout 570 bash scripts/gpu-diff-ab \
+               "$d/35-kernels.diff" "$OUT/kernels" hash ab >"$OUT/kernels.log" 2>&1
              cp "$OUT/kernels/hash.txt" "$OUT/35-kernels-hash.txt"; cp "$OUT/kernels/ab.txt" "$OUT/35-kernels-ab.txt"
-             cat "$OUT/35-kernels-hash.txt"; grep -v counters "$OUT/35-kernels-ab.txt" | grep -v "verify ms" ;;
+             cat "$OUT/35-kernels-hash.txt"; grep -v counters "$OUT/35-kernels-ab.txt" | grep -v "verify ms"; tail -3 "$OUT/kernels.log" ;;
+    tests) source scripts/gpu-build "$OUT/build.log" || exit 3
+           timeout 120 "$PY" -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/35-tests-int8.txt" 2>&1
+           tail -1 "$OUT/35-tests-int8.txt"
+           timeout 400 "$PY" -m pytest -q -p no:cacheprovider tests/gpu >"$OUT/35-tests-gpu.txt" 2>&1
+           tail -1 "$OUT/35-tests-gpu.txt" ;;
     block) source scripts/gpu-build "$OUT/build.log" || exit 3
            timeout 200 "$PY" -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py -k prefill_block \
              >"$OUT/35-block-test.txt" 2>&1; tail -1 "$OUT/35-block-test.txt"
@@ -58,7 +67,7 @@ for stage in "$@"; do
              "$PY" scripts/ncu-stalls "$OUT/35-ncu-src-down.csv" >"$OUT/35-ncu-src-down.txt" 2>&1
              head -30 "$OUT/35-ncu-src-down.txt" ;;
     normq | lanes) bash "$d/33-run.sh" "$stage" ;;
-    *) echo "35-run.sh: unknown stage $stage (kernels, block, side2048, ncugemm, normq, lanes)" >&2; exit 2 ;;
+    *) echo "35-run.sh: unknown stage $stage (kernels, tests, block, side2048, ncugemm, normq, lanes)" >&2; exit 2 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - t0 )) s"
 done
