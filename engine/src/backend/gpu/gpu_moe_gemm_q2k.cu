@@ -14,7 +14,7 @@
 // from dp4a; the fmas are decode's in decode's order; the 32 chains then meet in the same tree.
 // So prefill == verify == decode bit for bit (tests/gpu_host_sim/moe_gemm_q2k_sim.cpp checks it
 // against the decode kernels on the host, tests/gpu/test_gpu_int8.py on the GPU).
-// What is not decode's arithmetic is kept out of the loop (step 35: 41.5 -> 27.3 SASS instructions
+// What is not decode's arithmetic is kept out of the loop (step 35: 41.5 -> 27 SASS instructions
 // a tensor-core product): a sub-block's scales (dl, ml) are decoded once a row by one lane into a
 // warp table that the 4 lanes sharing a fragment row read, and the integer dots start at
 // kSmallIntBias, so each is a float with one subtraction.
