@@ -26,7 +26,9 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
 - gpu_gemm_int8.cu's prefill GEMM (gemm_int8_sim.cpp, and gemm_int8_mma_sim.cpp with the
   tensor-core fragments and the mma.sync product as the PTX ISA defines it): every output bit for
   bit the GEMV's, over partial tiles, rows of 3 to 256 blocks (chains without blocks, partial
-  steps), all row load widths and a grouped call.
+  steps), all row load widths and a grouped call; and CUDA's two-buffer form (gpu_cp_async.h
+  emulated with copies landing as late as the PTX ISA allows, then at issue) on every case it
+  takes.
 - gpu_attention_inputs.cu (attention_inputs_sim.cpp; Backend::attention_inputs on the GPU): the
   query heads, KV rows and ring bit for bit the six kernels it replaces (rms_norm, rope_tail, the
   FP8 round trip, kv_store), rows of 64 to 1024 values, YaRN, device-word positions, a wrapping ring.
@@ -60,7 +62,7 @@ SIM = ROOT / "tests" / "gpu_host_sim"
 DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 9), ("route_plan_sim.cpp", 10),
            ("rounding_sim.cpp", 11), ("matmul_set_sim.cpp", 6),
            ("int8_experts_sim.cpp", 13), ("matmul_int8_sim.cpp", 25),
-           ("gemm_int8_sim.cpp", 9), ("gemm_int8_mma_sim.cpp", 9), ("attention_inputs_sim.cpp", 8),
+           ("gemm_int8_sim.cpp", 19), ("gemm_int8_mma_sim.cpp", 19), ("attention_inputs_sim.cpp", 8),
            ("plan_int8_sim.cpp", 5), ("group_reduce_sim.cpp", 9), ("norm_int8_sim.cpp", 12),
            ("norm_int8_sim.cpp -DDS4_GPU_SIM_NO_SHUFFLE", 12),
            ("moe_gemm_q2k_sim.cpp", 8), ("moe_gemm_q2k_sim.cpp -DDS4_MMA_EMULATE", 8)]

@@ -212,11 +212,12 @@ def test_gpu_int8_row_groups_change_no_bit(gpu, value, monkeypatch):
                                              ("DS4KIT_GPU_WIDE_ROWS", "never", "always"),
                                              ("DS4KIT_GPU_INT8_GEMM", "never", "auto"),
                                              ("DS4KIT_GPU_NORM_INT8", "never", "auto"),
-                                             ("DS4KIT_GPU_MOE_GEMM", "never", "auto")])
+                                             ("DS4KIT_GPU_MOE_GEMM", "never", "auto"),
+                                             ("DS4KIT_GPU_GEMM_PIPE", "never", "auto")])
 def test_gpu_int8_all_launch_choices_change_no_bit(gpu, var, one, other, monkeypatch):
     """With every Q8_0 matmul on int8 columns, the set kernel (the attention input's q_a and kv
     in one launch, their columns quantised once), the wide calls' 4 x 4 groups, the prefill
-    GEMM (tensor cores on CUDA), the routed experts' prefill GEMMs and the norms that write the columns of the matmul they feed
+    GEMM (tensor cores on CUDA; its two-buffer form there), the routed experts' prefill GEMMs and the norms that write the columns of the matmul they feed
     (h, q_lat, the head's input) give each row its lone GEMV launch's bits: decode, verify of
     widths 3 and 8 and a batched prefill. A bad value is an error naming the variable."""
     monkeypatch.setenv("DS4KIT_GPU_INT8", "all")

@@ -6,7 +6,11 @@
 // of 128 rows). Built twice by tests/engine/test_gpu_kernels_host_sim.py: with the dp4a tile product
 // (HIP's path) and, through gemm_int8_mma_sim.cpp, with the tensor-core fragments as the CUDA
 // path loads them and the mma.sync product as the PTX ISA defines it (gpu_mma_s8.h). Prints one
-// line per case; exit status 1 if any differs.
+// line per case; exit status 1 if any differs. Where its copies can be asynchronous (16-byte
+// rows, whole steps) the pipelined kernel (two buffers, gpu_cp_async.h) runs too, twice: its
+// copies landing as late as the PTX ISA allows (a read before the wait sees stale bytes) and as
+// early (at issue: a refill of a buffer still being read shows).
+#define DS4_CP_ASYNC_EMULATE 1
 #include "sim_runtime.h"
 
 #include <algorithm>
@@ -25,14 +29,23 @@
 namespace {
 
 // The GEMM as launch_gemm_int8 launches it (16 rows x 32 columns a block).
-std::vector<float> gemm(const Q8Rows& w, const Cols& c, int64_t ncols, int mode, int64_t x_group_rows = 0,
+// Which kernel: the one-buffer GEMM, or the pipelined one with its copies landing late or early.
+enum class Kernel { one_buffer, pipe_late, pipe_early };
+
+std::vector<float> gemm(const Q8Rows& w, const Cols& c, int64_t ncols, int mode, Kernel k, int64_t x_group_rows = 0,
                         int64_t x_groups = 1) {
     std::vector<float> y((size_t)(ncols * w.rows), -7.0f);
     const int64_t values = ncols * x_groups * w.n;
     const int64_t xg = x_group_rows > 0 ? x_group_rows : w.rows;
+    ds4::gpu::g_cp_async_immediate = k == Kernel::pipe_early;
     sim_launch((unsigned)((w.rows + 15) / 16), (unsigned)((ncols + 31) / 32), 256, [&] {
-        ds4_gemm_int8_kernel(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols, y.data(), w.rows,
-                             mode, xg, x_groups);
+        if (k == Kernel::one_buffer) {
+            ds4_gemm_int8_kernel(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols, y.data(),
+                                 w.rows, mode, xg, x_groups);
+        } else {
+            ds4_gemm_int8_pipe_kernel(w.bytes.data(), w.row_bytes, w.n, w.rows, c.q(), c.d(values), (int)ncols,
+                                      y.data(), w.rows, mode, xg, x_groups);
+        }
     });
     return y;
 }
@@ -50,11 +63,20 @@ void gemm_case(int64_t rows, int64_t n, int64_t ncols, int mode, int64_t groups 
     const std::vector<float> x = columns_of(ldx, ncols, rng);
     const Cols c = quantise(x, ldx, ncols, groups, stride, n);
     const std::vector<float> want = groups > 1 ? run<4, 1>(w, c, ncols, 1, group_rows, groups) : run<4, 1>(w, c, ncols, 1);
-    const std::vector<float> got = groups > 1 ? gemm(w, c, ncols, mode, group_rows, groups) : gemm(w, c, ncols, mode);
-    const int64_t bad = first_bit_difference(want, got);
-    report(bad < 0, name,
-           bad < 0 ? "" : "column " + std::to_string(bad / rows) + " row " + std::to_string(bad % rows) + ": " +
-                              std::to_string(got[(size_t)bad]) + " against " + std::to_string(want[(size_t)bad]));
+    // The pipelined kernel where launch_gemm_int8 would take it (16-byte rows, whole 8-block steps).
+    const bool pipe = mode == 2 && n % 256 == 0;
+    for (const Kernel k : {Kernel::one_buffer, Kernel::pipe_late, Kernel::pipe_early}) {
+        if (k != Kernel::one_buffer && !pipe) continue;
+        const std::vector<float> got =
+            groups > 1 ? gemm(w, c, ncols, mode, k, group_rows, groups) : gemm(w, c, ncols, mode, k);
+        const int64_t bad = first_bit_difference(want, got);
+        const std::string which = k == Kernel::one_buffer ? ""
+                                  : k == Kernel::pipe_late ? " (two buffers, copies landing late)"
+                                                           : " (two buffers, copies landing at issue)";
+        report(bad < 0, name + which,
+               bad < 0 ? "" : "column " + std::to_string(bad / rows) + " row " + std::to_string(bad % rows) + ": " +
+                                  std::to_string(got[(size_t)bad]) + " against " + std::to_string(want[(size_t)bad]));
+    }
 }
 
 }  // namespace
