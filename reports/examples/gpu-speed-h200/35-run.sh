@@ -3,13 +3,15 @@
 # one stage per argument, in the order of what they decide (carry .whl; .llama for side2048):
 #   bash reports/examples/gpu-speed-h200/35-run.sh kernels      # one call (about 500 s)
 #   bash reports/examples/gpu-speed-h200/35-run.sh tests        # one call (about 420 s)
-#   bash reports/examples/gpu-speed-h200/35-run.sh block side2048 ncugemm normq lanes
+#   bash reports/examples/gpu-speed-h200/35-run.sh pipe block side2048 ncugemm normq lanes
 # kernels: step 35's kernel changes (35-kernels.diff: the expert GEMM's scale table and biased
 # integer dots, the bias and the fma scale decode in decode's int8 walks, the Q8_0 GEMM's tree on
-# every thread) against the code before them, and the variant 35-attn-bounds.diff on top (the
+# every thread, its two cp.async buffers) against the code before them, and the variant 35-attn-bounds.diff on top (the
 # attention chunks capped at 85 registers for three blocks an SM; not in the tree): one logits
 # hash a model for each build (before and after must agree), then decode, verify and prefill
 # interleaved (scripts/gpu-diff-ab).
+# pipe: the Q8_0 GEMM's two buffers (DS4KIT_GPU_GEMM_PIPE=auto, the default) against one
+# (never) in one build: one hash expected, then prefill of 512 and 2048 tokens interleaved.
 # tests: test_gpu_int8.py (prefill == verify == decode on the GPU, the prefill-block check), then
 # all of tests/gpu.
 # block: DS4KIT_PREFILL_BLOCK (step 34: a session's prefill block, default 256) at 256, 512, 1024
@@ -33,6 +35,14 @@ for stage in "$@"; do
                "$d/35-kernels.diff" "$OUT/kernels" hash ab >"$OUT/kernels.log" 2>&1
              cp "$OUT/kernels/hash.txt" "$OUT/35-kernels-hash.txt"; cp "$OUT/kernels/ab.txt" "$OUT/35-kernels-ab.txt"
              cat "$OUT/35-kernels-hash.txt"; grep -v counters "$OUT/35-kernels-ab.txt" | grep -v "verify ms"; tail -3 "$OUT/kernels.log" ;;
+    pipe) source scripts/gpu-build "$OUT/build.log" || exit 3
+          model=$(bash scripts/gpu-speed-model /tmp/synth) || exit 4
+          for v in auto never; do
+            echo "$v $(DS4KIT_GPU_GEMM_PIPE=$v "$PY" scripts/logits-hash "$model" --backend cuda --tokens 60 2>&1 | tail -1)"
+          done | tee "$OUT/35-pipe-hash.txt"
+          PROFILE_ARGS="--prompt 2048 --tokens 16" REPS=${REPS:-2} bash scripts/gpu-env-ab "$OUT/pipe" \
+            "DS4KIT_GPU_GEMM_PIPE=auto" "DS4KIT_GPU_GEMM_PIPE=never" >/dev/null 2>&1
+          grep -v counters "$OUT/pipe/env-ab.txt" | grep -v "verify ms" | tee "$OUT/35-pipe-ab.txt" ;;
     tests) source scripts/gpu-build "$OUT/build.log" || exit 3
            timeout 120 "$PY" -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/35-tests-int8.txt" 2>&1
            tail -1 "$OUT/35-tests-int8.txt"
@@ -67,7 +77,7 @@ for stage in "$@"; do
              "$PY" scripts/ncu-stalls "$OUT/35-ncu-src-down.csv" >"$OUT/35-ncu-src-down.txt" 2>&1
              head -30 "$OUT/35-ncu-src-down.txt" ;;
     normq | lanes) bash "$d/33-run.sh" "$stage" ;;
-    *) echo "35-run.sh: unknown stage $stage (kernels, tests, block, side2048, ncugemm, normq, lanes)" >&2; exit 2 ;;
+    *) echo "35-run.sh: unknown stage $stage (kernels, pipe, tests, block, side2048, ncugemm, normq, lanes)" >&2; exit 2 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - t0 )) s"
 done
