@@ -20,6 +20,7 @@ static_assert(kGemmWarps == ds4::gpu::kInt8Chains, "a warp a chain");
 constexpr int kGemmBlocks = kGemmWarps;             // Q8_0 blocks a step
 constexpr int kGemmOutputs = kGemmRows * kGemmCols;  // a block's outputs (two a thread in the tree)
 constexpr int kGemmP = 8 * kGemmBlocks + 4;         // words from a tile row to the next (gpu_mma_s8.h: 32 m + 4)
+static_assert(kGemmP % 4 == 0, "16-byte stores and copies into the staged rows");
 constexpr int kGemmAChunks = kGemmRows * kGemmBlocks * 2, kGemmBChunks = kGemmCols * kGemmBlocks * 2;  // 16 bytes
 static_assert(kGemmAChunks % kGemmThreads == 0 && kGemmBChunks % kGemmThreads == 0, "whole chunks a thread");
 
@@ -74,8 +75,7 @@ __device__ inline void gemm_int8(const uint8_t* W, uint64_t row_bytes, int64_t n
             const int r = c / (2 * NB), e = (c % (2 * NB)) / 2, half = c % 2;
             const int64_t b = j * NB + e;
             const ds4::gpu::uint4_t v = b < nb ? load16(row_ptr(r) + 32 * b + 16 * half, mode) : ds4::gpu::uint4_t{0, 0, 0, 0};
-            uint32_t* p = As[0] + r * P + 8 * e + 4 * half;
-            p[0] = v.a, p[1] = v.b, p[2] = v.c, p[3] = v.d;
+            *reinterpret_cast<ds4::gpu::uint4_t*>(As[0] + r * P + 8 * e + 4 * half) = v;  // 16-byte aligned
         }
         for (int c = t; c < kGemmRows * NB; c += kGemmThreads) {
             const int64_t b = j * NB + c % NB;
@@ -88,8 +88,7 @@ __device__ inline void gemm_int8(const uint8_t* W, uint64_t row_bytes, int64_t n
             const ds4::gpu::uint4_t v =
                 b < nb ? *reinterpret_cast<const ds4::gpu::uint4_t*>(q + col_k(col) * n + 32 * b + 16 * half)
                        : ds4::gpu::uint4_t{0, 0, 0, 0};
-            uint32_t* p = Bs[0] + col * P + 8 * e + 4 * half;
-            p[0] = v.a, p[1] = v.b, p[2] = v.c, p[3] = v.d;
+            *reinterpret_cast<ds4::gpu::uint4_t*>(Bs[0] + col * P + 8 * e + 4 * half) = v;
         }
         for (int c = t; c < kGemmCols * NB; c += kGemmThreads) {
             const int64_t b = j * NB + c % NB;
