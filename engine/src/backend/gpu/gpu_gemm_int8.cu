@@ -237,15 +237,10 @@ void launch_gemm_int8(const uint8_t* W, uint64_t row_bytes, int64_t n_in, int64_
                       int ncols, float* Y, int64_t ldy, int64_t x_group_rows, int64_t x_groups, void* s) {
     const int mode = dot_wide_at(16, W, row_bytes) ? 2 : dot_wide_at(8, W, row_bytes) ? 1 : 0;
     const dim3 grid((unsigned)((n_rows + kGemmRows - 1) / kGemmRows), (unsigned)((ncols + kGemmCols - 1) / kGemmCols));
-    if (gemm_int8_pipe_for(mode, n_in, x)) {
-        ds4_launch(ds4_gemm_int8_pipe_kernel, grid, dim3(kGemmThreads), s, W, row_bytes, n_in, n_rows, x.q, x.d, ncols, Y,
-                   ldy, mode, x_group_rows, x_groups);
-        DS4_GPU_CHECK_LAUNCH("ds4_gemm_int8_pipe_kernel");
-        return;
-    }
-    ds4_launch(ds4_gemm_int8_kernel, grid, dim3(kGemmThreads), s, W, row_bytes, n_in, n_rows, x.q, x.d, ncols, Y, ldy,
-               mode, x_group_rows, x_groups);
-    DS4_GPU_CHECK_LAUNCH("ds4_gemm_int8_kernel");
+    const bool pipe = gemm_int8_pipe_for(mode, n_in, x);
+    ds4_launch(pipe ? ds4_gemm_int8_pipe_kernel : ds4_gemm_int8_kernel, grid, dim3(kGemmThreads), s, W, row_bytes, n_in,
+               n_rows, x.q, x.d, ncols, Y, ldy, mode, x_group_rows, x_groups);
+    DS4_GPU_CHECK_LAUNCH(pipe ? "ds4_gemm_int8_pipe_kernel" : "ds4_gemm_int8_kernel");
 }
 
 }  // namespace gpu

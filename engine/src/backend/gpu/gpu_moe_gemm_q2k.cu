@@ -38,10 +38,10 @@ static_assert(kQ2kPA % 4 == 0 && kQ2kPB % 4 == 0 && kQ2kRows * kQ2kPA % 4 == 0, 
 constexpr int kQ2kTreeP = kQ2kLanes + 1;  // a (row, column)'s 32 chain sums, padded
 constexpr int kQ2kShared = kQ2kRows * kQ2kPA + kQ2kCols * kQ2kPB;  // words of A and B
 static_assert(kQ2kRows * kQ2kCols * kQ2kTreeP + kQ2kRows * kQ2kCols <= kQ2kShared, "the trees fit the staging");
+constexpr int kQ2kBqFloats = kQ2kCols * 16 * kQ2kStep, kQ2kBdFloats = kQ2kCols * 8 * kQ2kStep;  // dx * sq, dx
 constexpr int kQ2kTableFloats = 2 * kQ2kRows * 2;  // a warp's scale table: 2 buffers x 32 rows x (dl, ml)
 // All static shared memory (sm, Bq, Bd, the tables, col_tok) within the 48 KB a static block may have.
-static_assert(4 * (kQ2kShared + kQ2kCols * 16 * kQ2kStep + kQ2kCols * 8 * kQ2kStep + kQ2kWarps * kQ2kTableFloats) +
-                      8 * kQ2kCols <= 48 * 1024,
+static_assert(4 * (kQ2kShared + kQ2kBqFloats + kQ2kBdFloats + kQ2kWarps * kQ2kTableFloats) + 8 * kQ2kCols <= 48 * 1024,
               "static shared memory");
 template <bool KEEP>
 struct Keep {  // whether a walk of the chains keeps its sums (a compile-time tag)
@@ -55,9 +55,10 @@ struct alignas(16) Floats4 {  // one 16-byte shared-memory load
 };
 
 // c[i] (lane 4 g + t): gpu_int8.h kSmallIntBias plus the integer dot of sub-block s of staged
-// block e of tile rows g + 8 (i / 2) with columns 2 t + i % 2; A: the tile's staged rows (kQ2kPA words apart), the sub-block's codes
-// at bits `shift` of the 4 words from word `aw` of a row; B: the columns' int8 values (kQ2kPB words
-// apart), the sub-block's at word `bw`. a: the lane's two code words (rows g and g + 8, word t).
+// block e of tile rows g + 8 (i / 2) with columns 2 t + i % 2; A: the tile's staged rows (kQ2kPA
+// words apart), the sub-block's codes at bits `shift` of the 4 words from word `aw` of a row; B:
+// the columns' int8 values (kQ2kPB words apart), the sub-block's at word `bw`. a: the lane's two
+// code words (rows g and g + 8, word t).
 __device__ inline void subblock_isum(const uint32_t* A, const uint32_t* B, int aw, int bw, int shift, const uint32_t a[2],
                                      int lane, int c[4]) {
     const int g = lane / 4, t = lane % 4;
@@ -91,7 +92,7 @@ __device__ inline void moe_gemm_q2k(const uint8_t* w0, const uint8_t* w1, uint64
                                     const int32_t* start, const int32_t* tok_of, int64_t n_tokens, double clamp,
                                     float* y, int wide) {
     alignas(16) __shared__ uint32_t sm[kQ2kShared];
-    alignas(16) __shared__ float Bq[kQ2kCols * 16 * kQ2kStep], Bd[kQ2kCols * 8 * kQ2kStep];  // dx * sq a sub-block, dx a 32
+    alignas(16) __shared__ float Bq[kQ2kBqFloats], Bd[kQ2kBdFloats];  // dx * sq a sub-block, dx a 32
     alignas(16) __shared__ float Ts[kQ2kWarps * kQ2kTableFloats];  // each warp's scale table
     __shared__ int64_t col_tok[kQ2kCols];
     uint32_t* As = sm;
