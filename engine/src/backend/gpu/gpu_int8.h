@@ -191,6 +191,9 @@ __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, 
         Q2KQuarter raw[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) fetch_q2k_quarter<WIDE>(rows[r], b, slot, raw[r]);
+        Q2kScales ks[R];  // the rows' d and dmin, for the quarter's four sub-blocks
+#pragma unroll
+        for (int r = 0; r < R; ++r) ks[r] = q2k_scales(raw[r].dd);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int64_t e = b * 256 + 128 * half + 32 * j + 16 * h;  // the sub-block's first element
@@ -210,7 +213,7 @@ __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, 
                 // Sub-block 8 half + 2 j + h: byte (2 j + h) % 4 of scale word j / 2.
                 const uint32_t sc = ((j < 2 ? raw[r].sc0 : raw[r].sc1) >> (8 * ((2 * j + h) % 4))) & 0xFFu;
                 float ml;
-                const float dl = q2k_scale_min_fma(q2k_scales(raw[r].dd), sc, &ml);
+                const float dl = q2k_scale_min_fma(ks[r], sc, &ml);
                 acc[r] = ds4_fmaf(dl, dx * biased_int_to_f32(isum), acc[r]);
                 acc[r] = ds4_fmaf(-ml, dsq, acc[r]);
             }
