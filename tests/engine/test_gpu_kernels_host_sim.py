@@ -45,6 +45,12 @@ sim_runtime.h), against plain statements of what they compute, on inputs a GPU r
   bit for bit the decode kernels' (rows of 3 to 16 blocks, partial tiles and steps, 1 to 19
   columns an expert, scales of both signs, both row load widths), and the int8 walks' scale
   decode (gpu_dequant.h q2k_scale_min_fma) against q2k_scale_min's products for every finite f16.
+- gpu_attention.cu's head-group and combine kernels (attention_sim.cpp; Backend::attention and
+  attention_rows on the GPU): every chunk's maximum, sum and weighted values and every output bit
+  for bit a serial statement of the file's order, at 64, 16, 8, 4 and 1 heads a block and one
+  token a launch or all (ring, compressed rows all visible or selected, float rows, head sizes
+  that are no multiple of 4, chunks cut short, no key), and the statement within 1e-12 of a plain
+  float64 softmax.
 This checks the kernels' logic on every CI run; their speed and the device's own arithmetic are
 tests/gpu's (H200)."""
 from __future__ import annotations
@@ -65,7 +71,7 @@ DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 9)
            ("gemm_int8_sim.cpp", 19), ("gemm_int8_mma_sim.cpp", 19), ("attention_inputs_sim.cpp", 8),
            ("plan_int8_sim.cpp", 5), ("group_reduce_sim.cpp", 9), ("norm_int8_sim.cpp", 12),
            ("norm_int8_sim.cpp -DDS4_GPU_SIM_NO_SHUFFLE", 12),
-           ("moe_gemm_q2k_sim.cpp", 8), ("moe_gemm_q2k_sim.cpp -DDS4_MMA_EMULATE", 8)]
+           ("moe_gemm_q2k_sim.cpp", 8), ("moe_gemm_q2k_sim.cpp -DDS4_MMA_EMULATE", 8), ("attention_sim.cpp", 9)]
 
 
 @pytest.mark.parametrize("entry, cases", DRIVERS)

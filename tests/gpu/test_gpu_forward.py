@@ -285,7 +285,8 @@ def test_gpu_matmul_grid_changes_no_bit(gpu, name, monkeypatch):
 WIDE_CALL_CHOICES = [
     ("DS4KIT_GPU_WIDE_ROWS", "never", "always", "sometimes"),  # matmuls of > 8 columns, shared expert
     ("DS4KIT_GPU_MOE_COLUMNS", "4", "1", "3"),                 # routed experts: columns per pass
-    ("DS4KIT_GPU_ATTN_SCHEDULE", "heads", "chunks", "rows"),   # attention: a block per head or per chunk
+    ("DS4KIT_GPU_ATTN_HEADS", "1", "64", "none"),              # attention: heads a block (as many as divide)
+    ("DS4KIT_GPU_ATTN_TOKENS", "1", "auto", "0"),              # attention: tokens a launch
 ]
 
 
@@ -294,8 +295,8 @@ def test_gpu_wide_calls_change_no_bit(gpu, name, monkeypatch):
     """Calls of several tokens pick their kernels from the call: matmuls of more than 8 columns
     (prefill blocks) and the shared expert's run groups of 4 columns by 4 rows (gpu_matmul.cu
     wide_rows_for), the routed experts of several tokens a column per pass (gpu_moe.cu
-    routed_one_column), and attention of up to 32 tokens a block per chunk of keys
-    (gpu_attention.cu chunk_schedule). None may change a bit: with every choice forced the new
+    routed_one_column), and attention's heads a block and tokens a launch (gpu_attention.cu
+    head_group, tokens_per_launch). None may change a bit: with every choice forced the new
     way (whatever the model's size) a batched prefill and a verify of width 5 must equal those
     with every choice forced the old way, and the prefill must equal one-by-one decode. Bad
     values are errors that name the variable."""

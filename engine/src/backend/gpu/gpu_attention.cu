@@ -1,14 +1,24 @@
 // Attention on the GPU over the sequence state (cpu_attention.cpp).
 //
-// attention: per (token, head), key t is a window row (F16 in the ring), then a compressed row
-// (F16; all visible ones or the indexer's selection), or, for attention_rows, row t of a float
-// array. A group of 4 threads scores each key with the CPU's dot (gpu_math.h attn_dot: four of
-// its 16 lanes per thread, the same fmas, exact products; 4 consecutive elements per load).
-// The softmax and the weighted sum of the values run by chunks of keys (the comment above
-// kChunkKeys gives the order), in double throughout: against the CPU's single pass over the
-// keys only the last bits of a double differ (at most a rare one-ulp flip of a float output).
-// Nothing depends on the other tokens of the call or on which schedule ran (verify == decode ==
-// prefill).
+// Key t of token i is a window row (F16 in the ring), then a compressed row (F16; all visible
+// ones or the indexer's selection), or, for attention_rows, row t of a float array. The model
+// has one key row for all heads (K = V, one latent), so a block takes a group of HG heads of one
+// token and one chunk of 64 keys: every key element is loaded and widened to double once for
+// HG heads, and the scores and the weighted values are two small double-precision products
+// through shared memory (a block per head widened each key 64 times, and its conversions, not
+// its fmas, were its cost).
+//
+// The order, which no schedule changes (so verify == decode == prefill): the score of key k for
+// head h is one fma chain over d = 0 .. D-1 from +0 of q[d] * key[d] (both widened to double, so
+// every product is exact), times 1 / sqrt(D). Chunk c (keys 64c .. 64c + 63): its maximum m_c
+// in key order, weights e_k = exp(s_k - m_c), l_c = sum of its e_k in key order from 0, and o_c[j]
+// = fma chain over its keys in order from 0 of e_k * key_k[j]. The combine kernel then takes
+// M = max(sink, m_0, m_1, ...), w_c = exp(m_c - M), den = exp(sink - M), den = fma(w_c, l_c, den)
+// and o[j] = fma(w_c, o_c[j], o[j]) for c in order, and out[j] = o[j] / den, then the inverse RoPE.
+// Against the CPU's 16-lane dot and single pass over the keys only the last bits of a double
+// differ (at most a rare one-ulp flip of a float output). How many heads a block takes
+// (DS4KIT_GPU_ATTN_HEADS) and how many tokens a launch takes (DS4KIT_GPU_ATTN_TOKENS) change
+// no bit; tests/gpu forces both ways.
 //
 // (The indexer's selection is gpu_indexer.cu.)
 #include "backend/gpu/gpu_compat.h"
@@ -16,18 +26,13 @@
 #include "backend/gpu/gpu_dequant.h"
 #include "backend/gpu/gpu_dot.h"  // Float4
 #include "backend/gpu/gpu_step_pos.h"
-#include "backend/gpu/gpu_tree.h"
 
 #include <stdint.h>
 
 namespace {
 constexpr int kThreads = 256;
-constexpr int kOutPerThread = 2;  // head_dim <= kThreads * kOutPerThread (the launcher checks)
-constexpr int kDotLanes = 16;       // attn_dot's lanes
-constexpr int kLanesPerThread = 4;  // consecutive lanes a thread holds: elements 16m + 4g .. + 4
-constexpr int kDotThreads = kDotLanes / kLanesPerThread;  // threads that score one key
-constexpr int kKeysPerRound = kThreads / kDotThreads;
-constexpr int kLoadAhead = 16;      // keys whose values a thread loads before adding them
+constexpr int kChunkKeys = 64;
+constexpr int kMaxHeadDim = 512;  // the launcher checks; the value tiles hold at most this many outputs
 
 struct Keys {
     // Sequence-state mode (ring != null): window rows then compressed rows.
@@ -69,196 +74,261 @@ __device__ inline TokenKeys token_keys(const Keys& k, int64_t i, int64_t p) {
     }
     return tk;
 }
-}  // namespace
+
+__host__ __device__ inline int64_t chunks_of(int64_t T) { return (T + kChunkKeys - 1) / kChunkKeys; }
 
 struct alignas(8) U32x2 {
     uint32_t x, y;
 };
 
-// A key row as attention reads it: at(i) is element i widened to double; at4(i, v) elements
-// i .. i + 4 with one 8- or 16-byte load when `v4` (the launcher checks the alignment).
-struct F16Key {
-    const uint16_t* r;
-    __device__ double at(int64_t i) const { return (double)ds4::gpu::f16_bits_to_f32(r[i]); }
-    __device__ void at4(int64_t i, bool v4, double* v) const {
-        if (v4) {
-            const U32x2 w = *reinterpret_cast<const U32x2*>(r + i);
-            v[0] = (double)ds4::gpu::f16_bits_to_f32((uint16_t)(w.x & 0xFFFFu));
-            v[1] = (double)ds4::gpu::f16_bits_to_f32((uint16_t)(w.x >> 16));
-            v[2] = (double)ds4::gpu::f16_bits_to_f32((uint16_t)(w.y & 0xFFFFu));
-            v[3] = (double)ds4::gpu::f16_bits_to_f32((uint16_t)(w.y >> 16));
-        } else {
-            for (int u = 0; u < 4; ++u) v[u] = at(i + u);
-        }
+// Four values from d of a row as floats (exact: F16 widens exactly), zero past n: one 16-byte
+// load (floats) or 8-byte load (F16) when `v4` and the four are inside the row.
+__device__ inline void load4_f32(const float* r, int64_t d, int64_t n, bool v4, float* v) {
+    if (v4 && d + 4 <= n) {
+        const ds4::gpu::Float4 w = *reinterpret_cast<const ds4::gpu::Float4*>(r + d);
+        v[0] = w.a, v[1] = w.b, v[2] = w.c, v[3] = w.d;
+    } else {
+        for (int u = 0; u < 4; ++u) v[u] = d + u < n ? r[d + u] : 0.0f;
     }
-};
-struct F32Key {
-    const float* r;
-    __device__ double at(int64_t i) const { return (double)r[i]; }
-    __device__ void at4(int64_t i, bool v4, double* v) const {
-        if (v4) {
-            const ds4::gpu::Float4 w = *reinterpret_cast<const ds4::gpu::Float4*>(r + i);
-            v[0] = w.a, v[1] = w.b, v[2] = w.c, v[3] = w.d;
-        } else {
-            for (int u = 0; u < 4; ++u) v[u] = at(i + u);
-        }
+}
+__device__ inline void load4_f16(const uint16_t* r, int64_t d, int64_t n, bool v4, float* v) {
+    if (v4 && d + 4 <= n) {
+        const U32x2 w = *reinterpret_cast<const U32x2*>(r + d);
+        v[0] = ds4::gpu::f16_bits_to_f32((uint16_t)(w.x & 0xFFFFu));
+        v[1] = ds4::gpu::f16_bits_to_f32((uint16_t)(w.x >> 16));
+        v[2] = ds4::gpu::f16_bits_to_f32((uint16_t)(w.y & 0xFFFFu));
+        v[3] = ds4::gpu::f16_bits_to_f32((uint16_t)(w.y >> 16));
+    } else {
+        for (int u = 0; u < 4; ++u) v[u] = d + u < n ? ds4::gpu::f16_bits_to_f32(r[d + u]) : 0.0f;
     }
-};
-
-// The score of one key by kDotThreads threads, gpu_math.h attn_dot step for step: thread g of
-// the key holds attn_dot's lanes 4g .. 4g + 3 (a[l]: elements l, l + 16, ... by fma from +0,
-// four independent chains), then the key's first thread combines the 16 sums from shared
-// memory in attn_dot's pairs and adds the tail. `lane_sum` is the block's shared array of
-// kLanesPerThread * kThreads; every thread calls it (it has barriers). v4: q and the key rows
-// allow at4's wide loads.
-template <class Key>
-__device__ inline double group_attn_dot(const float* q, const Key& key, int64_t n, bool live, bool v4,
-                                        double* lane_sum) {
-    const int t = (int)ds4_thread_x(), g = t % kDotThreads;
-    const int64_t n16 = n - n % 16;
-    double a[kLanesPerThread] = {0.0, 0.0, 0.0, 0.0};
-    if (live) {
-#pragma unroll 8
-        for (int64_t i = (int64_t)g * kLanesPerThread; i < n16; i += kDotLanes) {
-            double qv[kLanesPerThread], kv[kLanesPerThread];
-            F32Key{q}.at4(i, v4, qv);
-            key.at4(i, v4, kv);
-            for (int u = 0; u < kLanesPerThread; ++u) a[u] = __builtin_fma(qv[u], kv[u], a[u]);
-        }
-    }
-    for (int u = 0; u < kLanesPerThread; ++u) lane_sum[kLanesPerThread * t + u] = a[u];
-    ds4_sync_block();
-    double r = 0.0;
-    if (live && g == 0) {
-        const double* A = lane_sum + kLanesPerThread * t;  // the key's 16 lanes in order
-        double s[4];
-        for (int k = 0; k < 4; ++k) s[k] = (A[k] + A[4 + k]) + (A[8 + k] + A[12 + k]);
-        r = (s[0] + s[1]) + (s[2] + s[3]);
-        for (int64_t i = n16; i < n; ++i) r = __builtin_fma((double)q[i], key.at(i), r);
-    }
-    ds4_sync_block();  // lane_sum is reused by the next round
-    return r;
 }
 
-// acc[jj] += sum over the tile's kt keys, in order, of w_k * value(row_k, j) for the thread's
-// outputs j = t + jj * kThreads: both outputs at once, kLoadAhead keys' values loaded before
-// their fmas so the loads overlap. Row pointers and weights are the block's shared arrays.
-template <class Value>
-__device__ inline void tile_outputs(const void* const* key_row, const double* key_w, int64_t kt, int64_t D,
-                                    double* acc, Value value) {
+// The tiles of a block of HG heads (gpu_attention.cu's header gives the order they keep).
+// Scores: GH x GK threads, each TH heads (hq + GH a) by TK keys (kq + GK b), through d slabs of
+// DS values: the group's query rows and the chunk's key rows, widened, in `stage` as [d][row]
+// (row < HG: a head, then the keys). Values: VH x VJ threads, each TH heads (hq + VH a) by TJ
+// outputs (jq + VJ b) of a JS-wide slab, through key slabs of KS rows in `stage` as [key][j].
+// Strided heads, keys and outputs: a warp's reads of the stage are consecutive doubles or one.
+template <int HG>
+struct Group {
+    static constexpr int TH = HG >= 64 ? 4 : HG >= 16 ? 2 : 1;
+    static constexpr int TK = HG >= 64 ? 4 : HG >= 8 ? 2 : 1;
+    static constexpr int kStage = HG >= 64 ? 1024 : 2048;  // doubles (the e_s table takes the rest)
+    static constexpr int GH = HG / TH, GK = kChunkKeys / TK;
+    static constexpr int R = HG + kChunkKeys;  // stage rows in the score phase
+    static constexpr int DS = kStage / R / 4 * 4;
+    static constexpr int kScoreQuads = (R * DS / 4 + kThreads - 1) / kThreads;  // a thread's, a slab
+    static constexpr int VH = HG / TH, VJ = kThreads / VH;
+    static constexpr int JS = VJ * 8 < kMaxHeadDim ? VJ * 8 : kMaxHeadDim;
+    static constexpr int TJ = JS / VJ;
+    static constexpr int KS = kStage / JS;
+    static constexpr int kValueQuads = (KS * JS / 4 + kThreads - 1) / kThreads;
+    static_assert(GH * GK <= kThreads && VH * VJ == kThreads && DS >= 4 && TJ >= 1 && KS >= 1, "tile shape");
+};
+
+// What a block needs of its token: the keys, how many there are, its query rows.
+struct TokenHeads {
+    TokenKeys tk;
+    int64_t T;
+};
+__device__ inline TokenHeads token_heads(const Keys& keys, int64_t i, int64_t p) {
+    TokenHeads th{token_keys(keys, i, p), 0};
+    th.T = th.tk.nwin + th.tk.ncomp;
+    return th;
+}
+
+// The four values at d of stage row `row`: a query row (row < HG) or key row - HG of the chunk
+// (zeros past its kt keys).
+template <int HG>
+__device__ inline void score_quad(const float* q, int64_t D, const void* const* key_row, bool f16, int64_t kt,
+                                  int row, int64_t d, bool v4, float* v) {
+    if (row < HG) {
+        load4_f32(q + row * D, d, D, v4, v);
+    } else if (row - HG < kt) {
+        if (f16) {
+            load4_f16((const uint16_t*)key_row[row - HG], d, D, v4, v);
+        } else {
+            load4_f32((const float*)key_row[row - HG], d, D, v4, v);
+        }
+    } else {
+        for (int u = 0; u < 4; ++u) v[u] = 0.0f;
+    }
+}
+
+// Chunk c of the group's HG heads: the scores into e_s [key][head] (then the weights), the
+// maxima and sums into m_s and l_s, this thread's outputs of the chunk's weighted values into
+// part_o rows. Every thread calls it (barriers).
+template <int HG>
+__device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const float* q, int64_t D, int64_t c,
+                                   bool v4, double* stage, double* e_s, double* m_s, double* l_s,
+                                   const void** key_row, double* part_o, int64_t part_stride) {
+    using G = Group<HG>;
     const int t = (int)ds4_thread_x();
-    for (int64_t kk = 0; kk < kt; kk += kLoadAhead) {
-        double v[kOutPerThread][kLoadAhead];
-#pragma unroll
-        for (int u = 0; u < kLoadAhead; ++u) {
-            const int64_t r = kk + u < kt ? kk + u : kk;  // past the tile: a row loaded again, unused
-            for (int jj = 0; jj < kOutPerThread; ++jj) {
-                const int64_t j = t + (int64_t)jj * kThreads;
-                v[jj][u] = value(key_row[r], j < D ? j : 0);
+    const int64_t k0 = c * kChunkKeys, kt = th.T - k0 < kChunkKeys ? th.T - k0 : kChunkKeys;
+    const bool f16 = keys.ring != nullptr;
+    for (int64_t k = t; k < kt; k += kThreads) {
+        key_row[k] = f16 ? (const void*)th.tk.f16_row(k0 + k, D) : (const void*)(keys.rows + (k0 + k) * D);
+    }
+    ds4_sync_block();
+
+    // Scores.
+    const int hq = t / G::GK, kq = t % G::GK;
+    const bool scorer = t < G::GH * G::GK;
+    double acc[G::TH][G::TK];
+    for (int a = 0; a < G::TH; ++a)
+        for (int b = 0; b < G::TK; ++b) acc[a][b] = 0.0;
+    float pre[G::kScoreQuads][4];
+    auto load_slab = [&](int64_t d0) {
+        for (int u = 0; u < G::kScoreQuads; ++u) {
+            const int idx = t + u * kThreads;
+            if (idx < G::R * G::DS / 4) {
+                score_quad<HG>(q, D, key_row, f16, kt, idx / (G::DS / 4), d0 + 4 * (idx % (G::DS / 4)), v4, pre[u]);
             }
         }
+    };
+    load_slab(0);
+    for (int64_t d0 = 0; d0 < D; d0 += G::DS) {
+        ds4_sync_block();  // the slab before is read
+        for (int u = 0; u < G::kScoreQuads; ++u) {
+            const int idx = t + u * kThreads;
+            if (idx < G::R * G::DS / 4) {
+                const int row = idx / (G::DS / 4), dd = 4 * (idx % (G::DS / 4));
+                for (int w = 0; w < 4; ++w) stage[(dd + w) * G::R + row] = (double)pre[u][w];
+            }
+        }
+        ds4_sync_block();
+        if (d0 + G::DS < D) load_slab(d0 + G::DS);
+        if (scorer) {
+            const int64_t dn = D - d0 < G::DS ? D - d0 : G::DS;
+            auto step = [&](int dd) {
+                double qv[G::TH], kv[G::TK];
+                for (int a = 0; a < G::TH; ++a) qv[a] = stage[dd * G::R + hq + G::GH * a];
+                for (int b = 0; b < G::TK; ++b) kv[b] = stage[dd * G::R + HG + kq + G::GK * b];
+                for (int a = 0; a < G::TH; ++a)
+                    for (int b = 0; b < G::TK; ++b) acc[a][b] = __builtin_fma(qv[a], kv[b], acc[a][b]);
+            };
+            if (dn == G::DS) {
 #pragma unroll
-        for (int u = 0; u < kLoadAhead; ++u) {
-            if (kk + u >= kt) break;
-            for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = __builtin_fma(key_w[kk + u], v[jj][u], acc[jj]);
+                for (int dd = 0; dd < G::DS; ++dd) step(dd);
+            } else {
+                for (int dd = 0; dd < (int)dn; ++dd) step(dd);
+            }
+        }
+    }
+    if (scorer) {
+        const double scale = 1.0 / ds4::num::sqrt_f64((double)D);
+        for (int a = 0; a < G::TH; ++a)
+            for (int b = 0; b < G::TK; ++b) {
+                const int k = kq + G::GK * b;
+                if (k < kt) e_s[k * HG + hq + G::GH * a] = acc[a][b] * scale;
+            }
+    }
+    ds4_sync_block();
+
+    // The chunk's maxima in key order, the weights, their sums in key order.
+    if (t < HG) {
+        double m = -INFINITY;
+        for (int64_t k = 0; k < kt; ++k) m = ds4::num::max_f64(m, e_s[k * HG + t]);
+        m_s[t] = m;
+    }
+    ds4_sync_block();
+    for (int64_t x = t; x < kt * HG; x += kThreads) e_s[x] = ::exp(e_s[x] - m_s[x % HG]);
+    ds4_sync_block();
+    if (t < HG) {
+        double sum = 0.0;
+        for (int64_t k = 0; k < kt; ++k) sum += e_s[k * HG + t];
+        l_s[t] = sum;
+    }
+
+    // The weighted values, a JS-wide slab of outputs at a time.
+    const int vh = t / G::VJ, jq = t % G::VJ;
+    float vpre[G::kValueQuads][4];
+    for (int64_t j0 = 0; j0 < D; j0 += G::JS) {
+        auto load_keys = [&](int64_t ks0) {
+            for (int u = 0; u < G::kValueQuads; ++u) {
+                const int idx = t + u * kThreads;
+                const int kk = idx / (G::JS / 4);
+                const int64_t j = j0 + 4 * (idx % (G::JS / 4));
+                if (idx < G::KS * G::JS / 4 && ks0 + kk < kt) {
+                    if (f16) {
+                        load4_f16((const uint16_t*)key_row[ks0 + kk], j, D, v4, vpre[u]);
+                    } else {
+                        load4_f32((const float*)key_row[ks0 + kk], j, D, v4, vpre[u]);
+                    }
+                }
+            }
+        };
+        double o[G::TH][G::TJ];
+        for (int a = 0; a < G::TH; ++a)
+            for (int b = 0; b < G::TJ; ++b) o[a][b] = 0.0;
+        load_keys(0);
+        for (int64_t ks0 = 0; ks0 < kt; ks0 += G::KS) {
+            ds4_sync_block();  // the slab before is read (and, first, the scores' stage)
+            for (int u = 0; u < G::kValueQuads; ++u) {
+                const int idx = t + u * kThreads;
+                if (idx < G::KS * G::JS / 4) {
+                    for (int w = 0; w < 4; ++w) stage[idx * 4 + w] = (double)vpre[u][w];
+                }
+            }
+            ds4_sync_block();
+            if (ks0 + G::KS < kt) load_keys(ks0 + G::KS);
+            const int64_t kn = kt - ks0 < G::KS ? kt - ks0 : G::KS;
+            auto step = [&](int kk) {
+                double w[G::TH], v[G::TJ];
+                for (int a = 0; a < G::TH; ++a) w[a] = e_s[(ks0 + kk) * HG + vh + G::VH * a];
+                for (int b = 0; b < G::TJ; ++b) v[b] = stage[kk * G::JS + jq + G::VJ * b];
+                for (int a = 0; a < G::TH; ++a)
+                    for (int b = 0; b < G::TJ; ++b) o[a][b] = __builtin_fma(w[a], v[b], o[a][b]);
+            };
+            if (kn == G::KS) {
+#pragma unroll
+                for (int kk = 0; kk < G::KS; ++kk) step(kk);
+            } else {
+                for (int kk = 0; kk < (int)kn; ++kk) step(kk);
+            }
+        }
+        for (int a = 0; a < G::TH; ++a) {
+            double* out = part_o + (int64_t)(vh + G::VH * a) * part_stride;
+            for (int b = 0; b < G::TJ; ++b) {
+                const int64_t j = j0 + jq + G::VJ * b;
+                if (j < D) out[j] = o[a][b];
+            }
         }
     }
 }
+}  // namespace
 
-// The softmax by chunks of kChunkKeys keys (one scoring round each), in one order whichever
-// schedule runs it: chunk c's maximum m_c, weights e_k = exp(s_k - m_c), l_c = sum of its e_k in
-// key order and o_c[j] = sum of e_k key_k[j] by fma in key order, all from 0; then M = max(sink,
-// m_0, m_1, ...), w_c = exp(m_c - M), den = exp(sink - M) and o[j] = 0 take fma(w_c, l_c, den) and
-// fma(w_c, o_c[j], o[j]) for c in order, and out[j] = o[j] / den. Calls of up to kSplitTokens
-// tokens (decode, verify and the session's prefill blocks) run a block per chunk and a combine
-// kernel (chunk blocks side by side: one block per head had left 64 blocks working through the
-// keys one round after another, and a prefill block of 32 tokens had spent 0.28 ms a layer
-// there); longer calls run all chunks in one block per (token, head) (no partial sums to
-// store). The same operations in the same order: the bits do not depend on the schedule, so
-// verify == decode == prefill still holds. DS4KIT_GPU_ATTN_SCHEDULE=auto|chunks|heads
-// overrides the choice (tests/gpu compares the two).
-constexpr int kChunkKeys = kKeysPerRound;
+// Block (token group bx, chunk c): bx = local token i * (n_head / HG) + g takes heads g HG ..
+// g HG + HG - 1 of token i0 + i and writes, for each, o_c into part_o [row][nch][D] and (m_c,
+// l_c) into part_ml [row][nch][2], row = i * n_head + head (nch: the chunks of the call's
+// longest token).
+template <int HG>
+__global__ void DS4_DOT_BOUNDS ds4_attention_group_kernel(Keys keys, ds4::gpu::StepPos pos, int64_t i0,
+                                                                       const float* Q, int64_t n_head, int64_t D,
+                                                                       int64_t nch, int v4, double* part_o,
+                                                                       double* part_ml) {
+    ds4_kernel_entry();
+    using G = Group<HG>;
+    __shared__ double stage[G::kStage];
+    __shared__ double e_s[kChunkKeys * HG];
+    __shared__ double m_s[HG], l_s[HG];
+    __shared__ const void* key_row[kChunkKeys];
+    const int64_t groups = n_head / HG, bx = ds4_block_x(), c = ds4_block_y();
+    const int64_t il = bx / groups, h0 = (bx % groups) * HG, i = i0 + il;
+    const TokenHeads th = token_heads(keys, i, ds4::gpu::pos_of(pos) + i);
+    if (c >= chunks_of(th.T)) return;  // the whole block: past this token's keys
+    const int64_t row0 = il * n_head + h0;
+    group_chunk<HG>(keys, th, Q + (i * n_head + h0) * D, D, c, v4 != 0, stage, e_s, m_s, l_s, key_row,
+                    part_o + (row0 * nch + c) * D, nch * D);
+    if (ds4_thread_x() < HG) {
+        double* ml = part_ml + ((row0 + ds4_thread_x()) * nch + c) * 2;
+        ml[0] = m_s[ds4_thread_x()], ml[1] = l_s[ds4_thread_x()];
+    }
+}
 
 namespace {
-struct Head {  // what a block needs of its (token, head)
-    TokenKeys tk;
-    int64_t T, h;
-    const float* q;
-};
-__device__ inline Head head_of(const Keys& keys, int64_t b, int64_t p0, const float* Q, int64_t n_head, int64_t D) {
-    const int64_t i = b / n_head, h = b % n_head;
-    Head hd{token_keys(keys, i, p0 + i), 0, h, Q + (i * n_head + h) * D};
-    hd.T = hd.tk.nwin + hd.tk.ncomp;
-    return hd;
-}
-__host__ __device__ inline int64_t chunks_of(int64_t T) { return (T + kChunkKeys - 1) / kChunkKeys; }
-__device__ inline const void* key_row_of(const Keys& keys, const TokenKeys& tk, int64_t k, int64_t D) {
-    return keys.ring ? (const void*)tk.f16_row(k, D) : (const void*)(keys.rows + k * D);
-}
-
-// Chunk c's scores into s[k] (scaled by 1/sqrt(D)); returns its maximum to every thread.
-// red: shared, kThreads * kLanesPerThread doubles. Has barriers.
-__device__ inline double chunk_scores(const Keys& keys, const Head& hd, int64_t D, bool v4, int64_t c, double* s,
-                                      double* red) {
-    const int t = (int)ds4_thread_x();
-    const int64_t k = c * kChunkKeys + t / kDotThreads;
-    const bool live = k < hd.T;
-    double v;
-    if (keys.ring) {
-        v = group_attn_dot(hd.q, F16Key{live ? hd.tk.f16_row(k, D) : nullptr}, D, live, v4, red);
-    } else {
-        v = group_attn_dot(hd.q, F32Key{keys.rows + (live ? k : 0) * D}, D, live, v4, red);
-    }
-    double mx = -INFINITY;
-    if (live && t % kDotThreads == 0) {
-        v *= 1.0 / ds4::num::sqrt_f64((double)D);
-        s[k] = v;
-        mx = v;
-    }
-    red[t] = mx;
-    ds4::gpu::tree_reduce<1>(red, 0, 0, t, kThreads, [](double a, double b) { return ds4::num::max_f64(a, b); });
-    const double m = red[0];
-    ds4_sync_block();  // red is reused
-    return m;
-}
-
-// Chunk c's o_c (this thread's outputs, into acc) and l_c (returned to every thread), with
-// weights exp(s_k - m_c). key_row, key_w: shared arrays of kChunkKeys; l: a shared double.
-__device__ inline double chunk_values(const Keys& keys, const Head& hd, int64_t D, int64_t c, double m_c,
-                                      const double* s, const void** key_row, double* key_w, double* l, double* acc) {
-    const int t = (int)ds4_thread_x();
-    const int64_t k0 = c * kChunkKeys, kt = hd.T - k0 < kChunkKeys ? hd.T - k0 : kChunkKeys;
-    for (int64_t kk = t; kk < kt; kk += kThreads) {
-        key_row[kk] = key_row_of(keys, hd.tk, k0 + kk, D);
-        key_w[kk] = ::exp(s[k0 + kk] - m_c);
-    }
-    ds4_sync_block();
-    if (t == 0) {  // l_c in key order, from shared memory
-        double sum = 0.0;
-        for (int64_t kk = 0; kk < kt; ++kk) sum += key_w[kk];
-        *l = sum;
-    }
-    for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = 0.0;
-    if (keys.ring) {
-        tile_outputs(key_row, key_w, kt, D, acc, [](const void* row, int64_t j) {
-            return (double)ds4::gpu::f16_bits_to_f32(((const uint16_t*)row)[j]);
-        });
-    } else {
-        tile_outputs(key_row, key_w, kt, D, acc,
-                     [](const void* row, int64_t j) { return (double)((const float*)row)[j]; });
-    }
-    ds4_sync_block();  // *l is visible; key_row and key_w are reused
-    return *l;
-}
-
-// Chunk c's part of the combine, in chunk order: w = exp(m_c - M), den = fma(w, l_c, den) and
-// acc[jj] = fma(w, o_c[jj], acc[jj]) for the thread's outputs. Both schedules call it, so their
-// bits agree.
-__device__ inline void add_chunk(double m_c, double M, double l_c, const double* o_c, double* den, double* acc) {
-    const double w = ::exp(m_c - M);
-    *den = __builtin_fma(w, l_c, *den);
-    for (int jj = 0; jj < kOutPerThread; ++jj) acc[jj] = __builtin_fma(w, o_c[jj], acc[jj]);
-}
+// This thread's outputs of a row (j = t + 256 jj).
+constexpr int kOutPerThread = kMaxHeadDim / kThreads;
 
 // o[j] = (float)(acc / den) for the thread's outputs, then the inverse RoPE of the row (cs:
 // the position's angles in shared memory).
@@ -274,89 +344,36 @@ __device__ inline void finish_head(const double* acc, double den, const ds4::Rop
 }
 }  // namespace
 
-// One block per (token i, head h) = block i * n_head + h, every chunk in turn. scores: [n * n_head]
-// rows of ld_scores doubles of scratch, the scores from 0 and the chunk maxima from chunk_max_at.
-extern "C" __global__ void ds4_attention_kernel(Keys keys, ds4::gpu::StepPos pos, const float* Q, int64_t n_head,
-                                                int64_t D, const float* sinks, ds4::RopeSpec rope, double* scores,
-                                                int64_t ld_scores, int64_t chunk_max_at, int v4, float* O) {
-    ds4_kernel_entry();
-    __shared__ double cs[ds4::gpu::kRopeShared];
-    __shared__ double red[kThreads * kLanesPerThread];
-    __shared__ double l_s;
-    __shared__ const void* key_row[kChunkKeys];
-    __shared__ double key_w[kChunkKeys];
-    const int64_t b = ds4_block_x(), p0 = ds4::gpu::pos_of(pos);
-    const Head hd = head_of(keys, b, p0, Q, n_head, D);
-    double* s = scores + b * ld_scores;
-    double* m = s + chunk_max_at;
-    ds4::gpu::rope_cos_sin_block((double)(p0 + b / n_head), rope, cs);
-    const int64_t nch = chunks_of(hd.T);
-    double M = (double)sinks[hd.h];
-    for (int64_t c = 0; c < nch; ++c) {
-        m[c] = chunk_scores(keys, hd, D, v4 != 0, c, s, red);  // every thread writes the same value
-        M = ds4::num::max_f64(M, m[c]);
-    }
-    double den = ::exp((double)sinks[hd.h] - M), acc[kOutPerThread] = {}, acc_c[kOutPerThread];
-    for (int64_t c = 0; c < nch; ++c) {
-        const double l = chunk_values(keys, hd, D, c, m[c], s, key_row, key_w, &l_s, acc_c);
-        add_chunk(m[c], M, l, acc_c, &den, acc);
-    }
-    finish_head(acc, den, rope, cs, D, O + b * D);
-}
-
-// Block (i * n_head + h, c): chunk c of that head, its o_c, m_c and l_c into part_o [block][nch][D]
-// and part_ml [block][nch][2] (nch: the chunks of the call's longest token).
-extern "C" __global__ void ds4_attention_chunk_kernel(Keys keys, ds4::gpu::StepPos pos, const float* Q,
-                                                      int64_t n_head, int64_t D, double* scores, int64_t ld_scores,
-                                                      int64_t nch, int v4, double* part_o, double* part_ml) {
-    ds4_kernel_entry();
-    __shared__ double red[kThreads * kLanesPerThread];
-    __shared__ double l_s;
-    __shared__ const void* key_row[kChunkKeys];
-    __shared__ double key_w[kChunkKeys];
-    const int64_t b = ds4_block_x(), c = ds4_block_y();
-    const Head hd = head_of(keys, b, ds4::gpu::pos_of(pos), Q, n_head, D);
-    if (c >= chunks_of(hd.T)) return;  // the whole block: past this token's keys
-    double* s = scores + b * ld_scores;
-    const double m_c = chunk_scores(keys, hd, D, v4 != 0, c, s, red);
-    double acc[kOutPerThread];
-    const double l = chunk_values(keys, hd, D, c, m_c, s, key_row, key_w, &l_s, acc);
-    double* o = part_o + (b * nch + c) * D;
-    for (int jj = 0; jj < kOutPerThread; ++jj) {
-        const int64_t j = ds4_thread_x() + (int64_t)jj * kThreads;
-        if (j < D) o[j] = acc[jj];
-    }
-    if (ds4_thread_x() == 0) part_ml[(b * nch + c) * 2] = m_c, part_ml[(b * nch + c) * 2 + 1] = l;
-}
-
-// Block i * n_head + h: the chunks' partial sums combined in chunk order, as ds4_attention_kernel does.
-extern "C" __global__ void ds4_attention_combine_kernel(Keys keys, ds4::gpu::StepPos pos, const float* Q,
+// Block b = local token i * n_head + h: the chunks' partial sums of that head combined in chunk
+// order (the header's order).
+extern "C" __global__ void ds4_attention_combine_kernel(Keys keys, ds4::gpu::StepPos pos, int64_t i0,
                                                         int64_t n_head, int64_t D, const float* sinks,
                                                         ds4::RopeSpec rope, int64_t nch, const double* part_o,
                                                         const double* part_ml, float* O) {
     ds4_kernel_entry();
     __shared__ double cs[ds4::gpu::kRopeShared];
-    const int64_t b = ds4_block_x(), p0 = ds4::gpu::pos_of(pos);
-    const Head hd = head_of(keys, b, p0, Q, n_head, D);
-    ds4::gpu::rope_cos_sin_block((double)(p0 + b / n_head), rope, cs);
-    const int64_t used = chunks_of(hd.T);
+    const int64_t b = ds4_block_x(), i = i0 + b / n_head, h = b % n_head, p = ds4::gpu::pos_of(pos) + i;
+    const TokenHeads th = token_heads(keys, i, p);
+    ds4::gpu::rope_cos_sin_block((double)p, rope, cs);
+    const int64_t used = chunks_of(th.T);
     const double* ml = part_ml + b * nch * 2;
-    double M = (double)sinks[hd.h];
+    double M = (double)sinks[h];
     for (int64_t c = 0; c < used; ++c) M = ds4::num::max_f64(M, ml[2 * c]);
-    double den = ::exp((double)sinks[hd.h] - M), acc[kOutPerThread] = {};
+    double den = ::exp((double)sinks[h] - M), acc[kOutPerThread] = {};
     for (int64_t c = 0; c < used; ++c) {
         const double* o = part_o + (b * nch + c) * D;
-        double o_c[kOutPerThread];
+        const double w = ::exp(ml[2 * c] - M);
+        den = __builtin_fma(w, ml[2 * c + 1], den);
         for (int jj = 0; jj < kOutPerThread; ++jj) {
             const int64_t j = ds4_thread_x() + (int64_t)jj * kThreads;
-            o_c[jj] = j < D ? o[j] : 0.0;
+            acc[jj] = __builtin_fma(w, j < D ? o[j] : 0.0, acc[jj]);
         }
-        add_chunk(ml[2 * c], M, ml[2 * c + 1], o_c, &den, acc);
     }
-    finish_head(acc, den, rope, cs, D, O + b * D);
+    finish_head(acc, den, rope, cs, D, O + (i * n_head + h) * D);
 }
 
 #if DS4_GPU_HOST_CODE
+#include <cstdlib>
 #include <string>
 
 #include "backend/gpu/gpu_kernels.h"
@@ -366,71 +383,103 @@ namespace ds4 {
 namespace gpu {
 
 namespace {
-// Calls of up to kSplitTokens tokens run a block per chunk (Ds4Session's blocks hold 32); those
-// of more than kVerifyTokens only while the partial sums stay under kMaxPartBytes (a prefill
-// block at a million tokens of context would need 1.1 GB).
-constexpr int64_t kSplitTokens = 32, kVerifyTokens = 16, kMaxPartBytes = (int64_t)256 << 20;
+// A launch's partial sums stay under kMaxPartBytes (a 32-token block at a million tokens of
+// context would need 1.1 GB): longer calls, or calls at such contexts, run as several launches
+// of fewer tokens (at least one).
+constexpr int64_t kMaxPartBytes = (int64_t)256 << 20;
+// The largest head group whose launch still has kMinBlocks blocks (the chunks of the call's
+// longest token; fewer blocks leave multiprocessors idle), else the smallest of 4 and 1.
+constexpr int64_t kMinBlocks = 128;
+constexpr int kHeadGroups[] = {64, 16, 8, 4, 1};
 
-int64_t part_doubles(int64_t n, int64_t n_head, int64_t D, int64_t most) {
-    return n * n_head * chunks_of(most) * (D + 2);
+int64_t part_doubles(int64_t tokens, int64_t n_head, int64_t D, int64_t most) {
+    return tokens * n_head * chunks_of(most) * (D + 2);
 }
 
-// Whether a call of n tokens runs a block per chunk (and the combine) rather than a block per
-// (token, head): the rule above, or DS4KIT_GPU_ATTN_SCHEDULE=chunks|heads.
-bool chunk_schedule(int64_t n, int64_t n_head, int64_t D, int64_t most) {
-    switch (env_choice("DS4KIT_GPU_ATTN_SCHEDULE", {"auto", "chunks", "heads"})) {
-        case 1: return true;
-        case 2: return false;
-        default:
-            return n <= kVerifyTokens ||
-                   (n <= kSplitTokens && part_doubles(n, n_head, D, most) * (int64_t)sizeof(double) <= kMaxPartBytes);
+// A positive integer from `var`, or 0 when it is unset, empty or "auto".
+int64_t env_count(const char* var) {
+    const char* v = std::getenv(var);
+    if (!v || !*v || std::string(v) == "auto") return 0;
+    char* end = nullptr;
+    const long long x = std::strtoll(v, &end, 10);
+    if (*end != '\0' || x < 1) {
+        throw ArgumentError(DS4_GPU_WHO ": " + std::string(var) + " is '" + v + "'; expected auto or a positive integer");
     }
+    return (int64_t)x;
+}
+
+// Tokens a launch: DS4KIT_GPU_ATTN_TOKENS, or as many as keep the partial sums under kMaxPartBytes.
+int64_t tokens_per_launch(int64_t n, int64_t n_head, int64_t D, int64_t most) {
+    int64_t t = env_count("DS4KIT_GPU_ATTN_TOKENS");
+    if (!t) t = kMaxPartBytes / ((int64_t)sizeof(double) * part_doubles(1, n_head, D, most));
+    return std::max<int64_t>(1, std::min(t, n));
+}
+
+// Heads a block: DS4KIT_GPU_ATTN_HEADS (the largest group at most that which divides n_head), or
+// the rule above.
+int head_group(int64_t tokens, int64_t n_head, int64_t nch) {
+    const int64_t forced = env_count("DS4KIT_GPU_ATTN_HEADS");
+    int small = 1;
+    for (int g : kHeadGroups) {
+        if (n_head % g) continue;
+        if (forced ? g <= forced : tokens * (n_head / g) * nch >= kMinBlocks) return g;
+        if (g == 4) small = 4;
+    }
+    return small;
+}
+
+template <int HG>
+void launch_group(const Keys& keys, StepPos p0, int64_t i0, int64_t tokens, const float* Q, int64_t n_head, int64_t D,
+                  int64_t nch, int v4, double* part_o, double* part_ml, void* s) {
+    ds4_launch(ds4_attention_group_kernel<HG>, dim3((unsigned)(tokens * (n_head / HG)), (unsigned)nch), dim3(kThreads),
+               s, keys, p0, i0, Q, n_head, D, nch, v4, part_o, part_ml);
+    DS4_GPU_CHECK_LAUNCH("ds4_attention_group_kernel");
 }
 }  // namespace
 
 AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most) {
-    const int64_t nch = chunks_of(most), rows = n * n_head;
     AttnScratch a;
-    a.scores = rows * (most + nch);
-    a.part = chunk_schedule(n, n_head, D, most) ? part_doubles(n, n_head, D, most) : 0;
+    a.part = part_doubles(tokens_per_launch(n, n_head, D, most), n_head, D, most);
     return a;
 }
 
 void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
-                      const float* sinks, const RopeSpec& rope, int64_t most, double* scores, double* part, float* O,
-                      void* s) {
+                      const float* sinks, const RopeSpec& rope, int64_t most, double* part, float* O, void* s) {
     if (n <= 0 || n_head <= 0) return;
     if (rope.n_rot > kMaxRot) {
         throw ArgumentError(DS4_GPU_WHO ": attention: n_rot " + std::to_string(rope.n_rot) + " > " +
                             std::to_string(kMaxRot));
     }
-    if (D > (int64_t)kThreads * kOutPerThread) {
+    if (D > kMaxHeadDim) {
         throw ArgumentError(DS4_GPU_WHO ": attention: head_dim " + std::to_string(D) + " > " +
-                            std::to_string(kThreads * kOutPerThread));
+                            std::to_string(kMaxHeadDim));
     }
-    const int64_t nch = chunks_of(most), ld = most + nch, rows = n * n_head;
-    if (rows > 0x7fffffff || nch > 65535) {
-        throw ArgumentError(DS4_GPU_WHO ": attention: " + std::to_string(rows) + " heads x " + std::to_string(most) +
-                            " keys exceed the launch grid");
+    const int64_t nch = chunks_of(most), tokens = tokens_per_launch(n, n_head, D, most);
+    if (tokens * n_head > 0x7fffffff || nch > 65535) {
+        throw ArgumentError(DS4_GPU_WHO ": attention: " + std::to_string(tokens * n_head) + " heads x " +
+                            std::to_string(most) + " keys exceed the launch grid");
     }
     const Keys keys{k.ring, k.ring_rows, k.n_swa, k.comp, k.ratio, k.selected, k.top_k, k.rows, k.T};
     // Wide loads of q and the keys: rows of a multiple of 4 values from 16-byte aligned bases.
     auto a16 = [](const void* p) { return (uintptr_t)p % 16 == 0; };
     const int v4 = D % 4 == 0 && a16(Q) && (k.ring ? a16(k.ring) && (!k.comp || a16(k.comp)) : a16(k.rows)) ? 1 : 0;
-    if (!chunk_schedule(n, n_head, D, most) || nch == 0) {
-        ds4_launch(ds4_attention_kernel, dim3((unsigned)rows), dim3(kThreads), s, keys, p0, Q, n_head, D, sinks, rope,
-                   scores, ld, most, v4, O);
-        DS4_GPU_CHECK_LAUNCH("ds4_attention_kernel");
-        return;
-    }
+    const int hg = head_group(tokens, n_head, nch);
     double* part_o = part;
-    double* part_ml = part + rows * nch * D;
-    ds4_launch(ds4_attention_chunk_kernel, dim3((unsigned)rows, (unsigned)nch), dim3(kThreads), s, keys, p0, Q, n_head,
-               D, scores, ld, nch, v4, part_o, part_ml);
-    DS4_GPU_CHECK_LAUNCH("ds4_attention_chunk_kernel");
-    ds4_launch(ds4_attention_combine_kernel, dim3((unsigned)rows), dim3(kThreads), s, keys, p0, Q, n_head, D, sinks,
-               rope, nch, (const double*)part_o, (const double*)part_ml, O);
-    DS4_GPU_CHECK_LAUNCH("ds4_attention_combine_kernel");
+    double* part_ml = part + tokens * n_head * nch * D;
+    for (int64_t i0 = 0; i0 < n; i0 += tokens) {
+        const int64_t m = std::min(tokens, n - i0);
+        switch (nch ? hg : 0) {  // no key: the combine alone (zeros)
+            case 0: break;
+            case 64: launch_group<64>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
+            case 16: launch_group<16>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
+            case 8: launch_group<8>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
+            case 4: launch_group<4>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
+            default: launch_group<1>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
+        }
+        ds4_launch(ds4_attention_combine_kernel, dim3((unsigned)(m * n_head)), dim3(kThreads), s, keys, p0, i0, n_head,
+                   D, sinks, rope, nch, (const double*)part_o, (const double*)part_ml, O);
+        DS4_GPU_CHECK_LAUNCH("ds4_attention_combine_kernel");
+    }
 }
 
 }  // namespace gpu

@@ -598,10 +598,9 @@ public:
         }
         std::lock_guard<std::mutex> lock(scratch_mu_);
         const gpu::AttnScratch need = gpu::attention_scratch(n, n_head, D, most);
-        double* scores = scratch<double>(kSlotScores, need.scores);
         double* part = scratch<double>(kSlotAttnPart, need.part);
-        gpu::launch_attention(k, step_pos(p0), n, Q.get(), n_head, D, vecf(sinks, "attention"), rope, most, scores,
-                              part, O.get(), stream_);
+        gpu::launch_attention(k, step_pos(p0), n, Q.get(), n_head, D, vecf(sinks, "attention"), rope, most, part,
+                              O.get(), stream_);
     }
 
     void attention_rows(Dev<const float> Q, int64_t n, int64_t n_head, int64_t D, Dev<const float> K, int64_t T,
@@ -614,10 +613,9 @@ public:
         std::lock_guard<std::mutex> lock(scratch_mu_);
         const int64_t most = std::max<int64_t>(T, 1);
         const gpu::AttnScratch need = gpu::attention_scratch(n, n_head, D, most);
-        double* scores = scratch<double>(kSlotScores, need.scores);
         double* part = scratch<double>(kSlotAttnPart, need.part);
         gpu::launch_attention(k, gpu::absolute_pos(pos0), n, Q.get(), n_head, D, vecf(sinks, "attention_rows"), rope,
-                              most, scores, part, O.get(), stream_);
+                              most, part, O.get(), stream_);
     }
 
     // ---- Step graphs ----

@@ -309,15 +309,14 @@ struct AttnKeys {
     int64_t T = 0;
 };
 // Scratch doubles attention needs for n tokens of n_head heads of D that see at most `most`
-// keys: the scores (and chunk maxima), and the per-chunk partial sums of the chunked schedule.
+// keys: the per-chunk partial sums of the tokens of one launch (gpu_attention.cu).
 struct AttnScratch {
-    int64_t scores = 0, part = 0;
+    int64_t part = 0;
 };
 AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most);
-// scores, part: scratch of attention_scratch(...).scores and .part doubles.
+// part: scratch of attention_scratch(...).part doubles.
 void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, int64_t n_head, int64_t D,
-                      const float* sinks, const RopeSpec& rope, int64_t most, double* scores, double* part, float* O,
-                      void* s);
+                      const float* sinks, const RopeSpec& rope, int64_t most, double* part, float* O, void* s);
 // gpu_top_k.cu: Backend::row_top_k (arguments checked by the caller).
 void launch_row_top_k(const float* x, int64_t n_rows, int64_t n, int64_t k, int32_t* ids, float* vals, void* s);
 // gpu_indexer.cu. scores: scratch of n * ld doubles, ld >= the most rows a token sees (the
