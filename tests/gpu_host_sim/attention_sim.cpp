@@ -156,7 +156,7 @@ bool run_kernels(const Case& c, const Keys& k, const std::vector<float>& Q, cons
         const int64_t m = std::min(tokens, c.n - i0);
         if (nch) {
             sim_launch((unsigned)(m * (c.H / HG)), (unsigned)nch, kThreads, [&] {
-                ds4_attention_group_kernel<HG>(k, pos, i0, Q.data(), c.H, c.D, nch, v4, part_o, part_ml);
+                attention_group_kernel(HG)(k, pos, i0, Q.data(), c.H, c.D, nch, v4, part_o, part_ml);
             });
             ok = ok && same_parts(c, want, i0, m, nch, part_o, part_ml, what);
         }

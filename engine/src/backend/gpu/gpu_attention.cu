@@ -303,11 +303,9 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
 // l_c) into part_ml [row][nch][2], row = i * n_head + head (nch: the chunks of the call's
 // longest token).
 template <int HG>
-__global__ void DS4_DOT_BOUNDS ds4_attention_group_kernel(Keys keys, ds4::gpu::StepPos pos, int64_t i0,
-                                                                       const float* Q, int64_t n_head, int64_t D,
-                                                                       int64_t nch, int v4, double* part_o,
-                                                                       double* part_ml) {
-    ds4_kernel_entry();
+__device__ inline void attention_group_block(const Keys& keys, ds4::gpu::StepPos pos, int64_t i0, const float* Q,
+                                             int64_t n_head, int64_t D, int64_t nch, int v4, double* part_o,
+                                             double* part_ml) {
     using G = Group<HG>;
     __shared__ double stage[G::kStage];
     __shared__ double e_s[kChunkKeys * HG];
@@ -325,6 +323,37 @@ __global__ void DS4_DOT_BOUNDS ds4_attention_group_kernel(Keys keys, ds4::gpu::S
         ml[0] = m_s[ds4_thread_x()], ml[1] = l_s[ds4_thread_x()];
     }
 }
+
+// One kernel a head group, extern "C" like the others (a kernel template whose parameters have
+// a type of this file's anonymous namespace did not launch: invalid resource handle on the H100).
+#define DS4_ATTENTION_GROUP_KERNEL(HG)                                                                              \
+    extern "C" __global__ void DS4_DOT_BOUNDS ds4_attention_group##HG##_kernel(                                     \
+        Keys keys, ds4::gpu::StepPos pos, int64_t i0, const float* Q, int64_t n_head, int64_t D, int64_t nch, int v4, \
+        double* part_o, double* part_ml) {                                                                          \
+        ds4_kernel_entry();                                                                                         \
+        attention_group_block<HG>(keys, pos, i0, Q, n_head, D, nch, v4, part_o, part_ml);                           \
+    }
+DS4_ATTENTION_GROUP_KERNEL(64)
+DS4_ATTENTION_GROUP_KERNEL(16)
+DS4_ATTENTION_GROUP_KERNEL(8)
+DS4_ATTENTION_GROUP_KERNEL(4)
+DS4_ATTENTION_GROUP_KERNEL(1)
+#undef DS4_ATTENTION_GROUP_KERNEL
+
+namespace {
+using AttnGroupKernel = void (*)(Keys, ds4::gpu::StepPos, int64_t, const float*, int64_t, int64_t, int64_t, int,
+                                 double*, double*);
+// The kernel of head group hg (64, 16, 8, 4 or 1).
+inline AttnGroupKernel attention_group_kernel(int hg) {
+    switch (hg) {
+        case 64: return ds4_attention_group64_kernel;
+        case 16: return ds4_attention_group16_kernel;
+        case 8: return ds4_attention_group8_kernel;
+        case 4: return ds4_attention_group4_kernel;
+        default: return ds4_attention_group1_kernel;
+    }
+}
+}  // namespace
 
 namespace {
 // This thread's outputs of a row (j = t + 256 jj).
@@ -428,13 +457,6 @@ int head_group(int64_t tokens, int64_t n_head, int64_t nch) {
     return small;
 }
 
-template <int HG>
-void launch_group(const Keys& keys, StepPos p0, int64_t i0, int64_t tokens, const float* Q, int64_t n_head, int64_t D,
-                  int64_t nch, int v4, double* part_o, double* part_ml, void* s) {
-    ds4_launch(ds4_attention_group_kernel<HG>, dim3((unsigned)(tokens * (n_head / HG)), (unsigned)nch), dim3(kThreads),
-               s, keys, p0, i0, Q, n_head, D, nch, v4, part_o, part_ml);
-    DS4_GPU_CHECK_LAUNCH("ds4_attention_group_kernel");
-}
 }  // namespace
 
 AttnScratch attention_scratch(int64_t n, int64_t n_head, int64_t D, int64_t most) {
@@ -468,13 +490,10 @@ void launch_attention(const AttnKeys& k, StepPos p0, int64_t n, const float* Q, 
     double* part_ml = part + tokens * n_head * nch * D;
     for (int64_t i0 = 0; i0 < n; i0 += tokens) {
         const int64_t m = std::min(tokens, n - i0);
-        switch (nch ? hg : 0) {  // no key: the combine alone (zeros)
-            case 0: break;
-            case 64: launch_group<64>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
-            case 16: launch_group<16>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
-            case 8: launch_group<8>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
-            case 4: launch_group<4>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
-            default: launch_group<1>(keys, p0, i0, m, Q, n_head, D, nch, v4, part_o, part_ml, s); break;
+        if (nch) {  // no key: the combine alone (zeros)
+            ds4_launch(attention_group_kernel(hg), dim3((unsigned)(m * (n_head / hg)), (unsigned)nch), dim3(kThreads), s,
+                       keys, p0, i0, Q, n_head, D, nch, v4, part_o, part_ml);
+            DS4_GPU_CHECK_LAUNCH("ds4_attention_group_kernel");
         }
         ds4_launch(ds4_attention_combine_kernel, dim3((unsigned)(m * n_head)), dim3(kThreads), s, keys, p0, i0, n_head,
                    D, sinks, rope, nch, (const double*)part_o, (const double*)part_ml, O);
