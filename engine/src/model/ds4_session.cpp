@@ -18,10 +18,10 @@ bool profile_from_env() {
     return v && *v && std::string(v) != "0";
 }
 
-// DS4KIT_PREFILL_BLOCK, or the default.
-int64_t prefill_block_from_env() {
+// DS4KIT_PREFILL_BLOCK, or the default for the backend's kind.
+int64_t prefill_block_from_env(const Backend& be) {
     const char* v = std::getenv("DS4KIT_PREFILL_BLOCK");
-    if (!v || !*v) return Ds4Session::kPrefillBlock;
+    if (!v || !*v) return be.kind() == "cpu" ? Ds4Session::kPrefillBlock : Ds4Session::kGpuPrefillBlock;
     char* end = nullptr;
     const long long b = std::strtoll(v, &end, 10);
     if (*end != '\0' || b < 4 || b > Ds4Session::kMaxPrefillBlock || b % 4 != 0) {
@@ -61,7 +61,7 @@ Ds4Session::Ds4Session(std::shared_ptr<const Ds4Model> model, const Ds4SessionOp
       opt_(opt),
       numerics_{opt.fp8_kv, opt.indexer_fp4},
       state_(model_->backend().new_seq_state(seq_shape(model_->hparams(), checked_max_ctx(opt.max_ctx)))),
-      prefill_block_(prefill_block_from_env()),
+      prefill_block_(prefill_block_from_env(model_->backend())),
       act_(model_->backend(), model_->hparams(), prefill_block_),
       runner_(model_->backend(), model_->hparams(), clock_),
       uid_(next_session_uid++) {
