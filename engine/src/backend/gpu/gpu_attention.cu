@@ -103,6 +103,26 @@ __device__ inline void load4_f16(const uint16_t* r, int64_t d, int64_t n, bool v
     }
 }
 
+// Four values from d of a key row (F16 in the ring and compressed rows, floats in rows mode).
+__device__ inline void load4_key(const void* r, bool f16, int64_t d, int64_t n, bool v4, float* v) {
+    if (f16) {
+        load4_f16((const uint16_t*)r, d, n, v4, v);
+    } else {
+        load4_f32((const float*)r, d, n, v4, v);
+    }
+}
+
+// step(0) .. step(n - 1) for n <= N, unrolled when n is the whole N (a full slab).
+template <int N, class Step>
+__device__ inline void slab_steps(int64_t n, Step step) {
+    if (n == N) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) step(i);
+    } else {
+        for (int i = 0; i < (int)n; ++i) step(i);
+    }
+}
+
 // The tiles of a block of HG heads (gpu_attention.cu's header gives the order they keep).
 // Scores: GH x GK threads, each TH heads (hq + GH a) by TK keys (kq + GK b), through d slabs of
 // DS values: the group's query rows and the chunk's key rows, widened, in `stage` as [d][row]
@@ -145,11 +165,7 @@ __device__ inline void score_quad(const float* q, int64_t D, const void* const* 
     if (row < HG) {
         load4_f32(q + row * D, d, D, v4, v);
     } else if (row - HG < kt) {
-        if (f16) {
-            load4_f16((const uint16_t*)key_row[row - HG], d, D, v4, v);
-        } else {
-            load4_f32((const float*)key_row[row - HG], d, D, v4, v);
-        }
+        load4_key(key_row[row - HG], f16, d, D, v4, v);
     } else {
         for (int u = 0; u < 4; ++u) v[u] = 0.0f;
     }
@@ -199,20 +215,13 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
         ds4_sync_block();
         if (d0 + G::DS < D) load_slab(d0 + G::DS);
         if (scorer) {
-            const int64_t dn = D - d0 < G::DS ? D - d0 : G::DS;
-            auto step = [&](int dd) {
+            slab_steps<G::DS>(D - d0 < G::DS ? D - d0 : G::DS, [&](int dd) {
                 double qv[G::TH], kv[G::TK];
                 for (int a = 0; a < G::TH; ++a) qv[a] = stage[dd * G::R + hq + G::GH * a];
                 for (int b = 0; b < G::TK; ++b) kv[b] = stage[dd * G::R + HG + kq + G::GK * b];
                 for (int a = 0; a < G::TH; ++a)
                     for (int b = 0; b < G::TK; ++b) acc[a][b] = __builtin_fma(qv[a], kv[b], acc[a][b]);
-            };
-            if (dn == G::DS) {
-#pragma unroll
-                for (int dd = 0; dd < G::DS; ++dd) step(dd);
-            } else {
-                for (int dd = 0; dd < (int)dn; ++dd) step(dd);
-            }
+            });
         }
     }
     if (scorer) {
@@ -249,13 +258,7 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
                 const int idx = t + u * kThreads;
                 const int kk = idx / (G::JS / 4);
                 const int64_t j = j0 + 4 * (idx % (G::JS / 4));
-                if (idx < G::KS * G::JS / 4 && ks0 + kk < kt) {
-                    if (f16) {
-                        load4_f16((const uint16_t*)key_row[ks0 + kk], j, D, v4, vpre[u]);
-                    } else {
-                        load4_f32((const float*)key_row[ks0 + kk], j, D, v4, vpre[u]);
-                    }
-                }
+                if (idx < G::KS * G::JS / 4 && ks0 + kk < kt) load4_key(key_row[ks0 + kk], f16, j, D, v4, vpre[u]);
             }
         };
         double o[G::TH][G::TJ];
@@ -272,20 +275,13 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
             }
             ds4_sync_block();
             if (ks0 + G::KS < kt) load_keys(ks0 + G::KS);
-            const int64_t kn = kt - ks0 < G::KS ? kt - ks0 : G::KS;
-            auto step = [&](int kk) {
+            slab_steps<G::KS>(kt - ks0 < G::KS ? kt - ks0 : G::KS, [&](int kk) {
                 double w[G::TH], v[G::TJ];
                 for (int a = 0; a < G::TH; ++a) w[a] = e_s[(ks0 + kk) * HG + vh + G::VH * a];
                 for (int b = 0; b < G::TJ; ++b) v[b] = stage[kk * G::JS + jq + G::VJ * b];
                 for (int a = 0; a < G::TH; ++a)
                     for (int b = 0; b < G::TJ; ++b) o[a][b] = __builtin_fma(w[a], v[b], o[a][b]);
-            };
-            if (kn == G::KS) {
-#pragma unroll
-                for (int kk = 0; kk < G::KS; ++kk) step(kk);
-            } else {
-                for (int kk = 0; kk < (int)kn; ++kk) step(kk);
-            }
+            });
         }
         for (int a = 0; a < G::TH; ++a) {
             double* out = part_o + (int64_t)(vh + G::VH * a) * part_stride;
@@ -448,13 +444,10 @@ int64_t tokens_per_launch(int64_t n, int64_t n_head, int64_t D, int64_t most) {
 // the rule above.
 int head_group(int64_t tokens, int64_t n_head, int64_t nch) {
     const int64_t forced = env_count("DS4KIT_GPU_ATTN_HEADS");
-    int small = 1;
-    for (int g : kHeadGroups) {
-        if (n_head % g) continue;
-        if (forced ? g <= forced : tokens * (n_head / g) * nch >= kMinBlocks) return g;
-        if (g == 4) small = 4;
+    for (int g : kHeadGroups) {  // forced: 1 always qualifies
+        if (n_head % g == 0 && (forced ? g <= forced : tokens * (n_head / g) * nch >= kMinBlocks)) return g;
     }
-    return small;
+    return n_head % 4 == 0 ? 4 : 1;
 }
 
 }  // namespace
