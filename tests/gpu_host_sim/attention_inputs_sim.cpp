@@ -8,11 +8,11 @@
 // wraps, and extreme values. Prints one line per case; exit status 1 if any differs.
 // tests/engine/test_gpu_kernels_host_sim.py builds and runs it.
 #include "sim_runtime.h"
+#include "sim_compare.h"
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,17 +31,6 @@ struct Case {
     bool fp8 = true, yarn = false, device_pos = false;
     double x_scale = 1.0;
 };
-
-bool same(const std::string& name, const char* what, const std::vector<float>& a, const std::vector<float>& b) {
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (std::memcmp(&a[i], &b[i], 4) != 0) {
-            std::printf("FAIL %s: %s value %zu: %.9g instead of %.9g\n", name.c_str(), what, i, a[i], b[i]);
-            ++failures;
-            return false;
-        }
-    }
-    return true;
-}
 
 void run(const Case& c) {
     std::mt19937_64 rng(std::hash<std::string>()(c.name));
@@ -90,7 +79,8 @@ void run(const Case& c) {
 
     std::vector<float> r1(ring1.size()), r2(ring2.size());
     for (size_t i = 0; i < ring1.size(); ++i) r1[i] = ds4::f16_to_f32(ring1[i]), r2[i] = ds4::f16_to_f32(ring2[i]);
-    if (same(c.name, "query", Q1, Q2) && same(c.name, "kv", kv1, kv2) && same(c.name, "ring", r1, r2)) {
+    if (same_floats(failures, c.name, "query", Q1, Q2) && same_floats(failures, c.name, "kv", kv1, kv2) &&
+        same_floats(failures, c.name, "ring", r1, r2)) {
         std::printf("ok   %s\n", c.name.c_str());
     }
 }

@@ -11,6 +11,7 @@
 // Prints one line per case; exit status 1 if any differs.
 // tests/engine/test_gpu_kernels_host_sim.py builds and runs it.
 #include "sim_runtime.h"
+#include "sim_compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -167,17 +168,6 @@ bool run_kernels(const Case& c, const Keys& k, const std::vector<float>& Q, cons
     return ok;
 }
 
-bool same(const std::string& name, const char* what, const std::vector<float>& a, const std::vector<float>& b) {
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (std::memcmp(&a[i], &b[i], 4) != 0) {
-            std::printf("FAIL %s: %s value %zu: %.9g instead of %.9g\n", name.c_str(), what, i, a[i], b[i]);
-            ++failures;
-            return false;
-        }
-    }
-    return true;
-}
-
 void run(const Case& c) {
     std::mt19937_64 rng(std::hash<std::string>()(c.name));
     std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -233,7 +223,7 @@ void run(const Case& c) {
         const std::string what = std::to_string(hg) + " heads a block, " + std::to_string(tokens) + " tokens a launch";
         ++runs;
         if (runs == 1 && c.n_rot) want = got;  // with RoPE (not stated): every run against the first
-        ok = parts_ok && same(c.name, what.c_str(), got, want) && ok;
+        ok = parts_ok && same_floats(failures, c.name, what.c_str(), got, want) && ok;
     };
     for (int64_t tokens : {c.n, (int64_t)1}) {
         std::vector<float> O((size_t)(c.n * c.H * D), std::nanf(""));
