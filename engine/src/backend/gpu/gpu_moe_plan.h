@@ -35,12 +35,16 @@ __device__ inline void moe_plan_block(const int32_t* experts, int64_t n_pairs, i
     __shared__ int32_t pair_ids[MP];
     __shared__ int bad;
     const int t = (int)ds4_thread_x(), T = (int)ds4_block_dim_x();
-    // Ids j0 .. j0 + MP (at most) into pair_ids; every thread calls it (barriers).
+    // Ids j0 .. j0 + MP (at most) into pair_ids, unless they are there already (one tile: the
+    // placement reuses the count's); every thread calls it (barriers).
+    int64_t held = -1;  // the first pair of the tile pair_ids holds (the same in every thread)
     auto stage = [&](int64_t j0) {
-        ds4_sync_block();  // the tile before is read
         const int64_t m = n_pairs - j0 < MP ? n_pairs - j0 : MP;
+        if (held == j0) return m;
+        ds4_sync_block();  // the tile before is read
         for (int64_t j = t; j < m; j += T) pair_ids[j] = experts[j0 + j];
         ds4_sync_block();
+        held = j0;
         return m;
     };
     if (t == 0) bad = 0;
@@ -101,7 +105,7 @@ __device__ inline void moe_plan_block(const int32_t* experts, int64_t n_pairs, i
     // pair, a 64-bit division and a dependent update a pair, took 315 us for a 256-token
     // prefill block's 1536 pairs on an H100).
     for (int64_t j0 = 0; j0 < n_pairs; j0 += MP) {
-        const int64_t m = stage(j0);  // its first barrier also orders the scans' last writes
+        const int64_t m = stage(j0);  // cols[e]: its owner's own write
         for (int64_t e = t; e < NX; e += T) {
             int32_t col = cols[e];
             for (int64_t j = 0; j < m; ++j) {
