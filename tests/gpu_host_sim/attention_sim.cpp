@@ -1,6 +1,6 @@
 // gpu_attention.cu's kernels (Backend::attention and attention_rows on the GPU) run on the host
 // (sim_runtime.h) against a serial statement of the order the file's header gives: each score
-// one fma chain over the head's values from +0, then chunks of 64 keys (maximum, weights, sum and
+// one fma chain from +0 a range of 128 of the head's values, the chains added in order, then chunks of 64 keys (maximum, weights, sum and
 // weighted values in key order), combined in chunk order with the sink. Every output must be bit
 // for bit the statement's for every head group (64, 16, 8, 4, 1 heads a block, where they divide
 // the heads) and for one token a launch as for all of them; the statement itself must stay
@@ -69,9 +69,13 @@ double stated(const Case& c, const Keys& k, const std::vector<float>& Q, const s
     const float* q = Q.data() + (i * c.H + h) * D;
     std::vector<double> s((size_t)T);
     for (int64_t t = 0; t < T; ++t) {
-        double a = 0.0;
-        for (int64_t d = 0; d < D; ++d) a = std::fma((double)q[d], key_at(c, rows[t], d), a);
-        s[t] = a * (1.0 / std::sqrt((double)D));
+        double sum = 0.0;  // one fma chain from +0 a range of 128 values of d, the chains added in order
+        for (int64_t r0 = 0; r0 < D; r0 += 128) {
+            double a = 0.0;
+            for (int64_t d = r0; d < std::min<int64_t>(D, r0 + 128); ++d) a = std::fma((double)q[d], key_at(c, rows[t], d), a);
+            sum = r0 == 0 ? a : sum + a;
+        }
+        s[t] = sum * (1.0 / std::sqrt((double)D));
     }
     const int64_t nch = (T + 63) / 64;
     std::vector<double> m(nch), l(nch), o((size_t)(nch * D));
@@ -264,6 +268,12 @@ int main() {
     run(c);
     c = {"large scores: keys x 40", 2, 16, 64};
     c.key_scale = 40.0;
+    run(c);
+    c = {"64 heads of 300: three ranges of d, the last cut short, all compressed rows", 2, 64, 300};
+    c.ratio = 4, c.n_comp = 50, c.p0 = 120;
+    run(c);
+    c = {"16 heads of 200 (two ranges), the indexer's selection, a wrapping ring", 2, 16, 200};
+    c.ratio = 4, c.n_comp = 80, c.top_k = 40, c.p0 = 350, c.ring_rows = 48, c.n_swa = 40;
     run(c);
     c = {"RoPE on: 64 heads of 128, 32 rotated, groups agree", 2, 64, 128};
     c.n_rot = 32, c.ratio = 4, c.n_comp = 30, c.p0 = 100;

@@ -9,8 +9,10 @@
 // its fmas, were its cost).
 //
 // The order, which no schedule changes (so verify == decode == prefill): the score of key k for
-// head h is one fma chain over d = 0 .. D-1 from +0 of q[d] * key[d] (both widened to double, so
-// every product is exact), times 1 / sqrt(D). Chunk c (keys 64c .. 64c + 63): its maximum m_c
+// head h is, for each range of 128 values of d (d = 128 r .. 128 r + 127, the last cut at D), one
+// fma chain from +0 of q[d] * key[d] (both widened to double, so every product is exact), the
+// ranges' chains added in order (s = c_0, s = s + c_1, ...), times 1 / sqrt(D). (One chain over
+// all of d left a block of few heads, decode's, 512 dependent fmas a score.) Chunk c (keys 64c .. 64c + 63): its maximum m_c
 // in key order, weights e_k = exp(s_k - m_c), l_c = sum of its e_k in key order from 0, and o_c[j]
 // = fma chain over its keys in order from 0 of e_k * key_k[j]. The combine kernel then takes
 // M = max(sink, m_0, m_1, ...), w_c = exp(m_c - M), den = exp(sink - M), den = fma(w_c, l_c, den)
@@ -33,6 +35,8 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kChunkKeys = 64;
 constexpr int kMaxHeadDim = 512;  // the launcher checks; the value tiles hold at most this many outputs
+constexpr int kScoreRange = 128;  // a score's fma chains: one a range of this many values of d
+constexpr int kRanges = kMaxHeadDim / kScoreRange;
 
 struct Keys {
     // Sequence-state mode (ring != null): window rows then compressed rows.
@@ -124,26 +128,33 @@ __device__ inline void slab_steps(int64_t n, Step step) {
 }
 
 // The tiles of a block of HG heads (gpu_attention.cu's header gives the order they keep).
-// Scores: GH x GK threads, each TH heads (hq + GH a) by TK keys (kq + GK b), through d slabs of
-// DS values: the group's query rows and the chunk's key rows, widened, in `stage` as [d][row]
-// (row < HG: a head, then the keys). Values: VH x VJ threads, each TH heads (hq + VH a) by TJ
-// outputs (jq + VJ b) of a JS-wide slab, through key slabs of KS rows in `stage` as [key][j].
-// Strided heads, keys and outputs: a warp's reads of the stage are consecutive doubles or one.
+// Scores: GR x GH x GK threads, each TH heads (hq + GH a) by TK keys (kq + GK b) over one range of
+// d (GR = kRanges: the ranges' chains meet in shared memory; the small groups, so that decode's
+// few heads a block still have 256 chains in flight) or over all of d (GR = 1: a thread adds its
+// chains as each range ends), through slabs of DS values of each range: the group's query rows
+// and the chunk's key rows, widened, in `stage` as [range][d][row] (row < HG: a head, then the
+// keys). Values: VH x VJ threads, each VTH heads (hq + VH a) by TJ outputs (jq + VJ b) of a
+// JS-wide slab, through key slabs of KS rows in `stage` as [key][j]. Strided heads, keys and
+// outputs: a warp's reads of the stage are consecutive doubles or one.
 template <int HG>
 struct Group {
-    static constexpr int TH = HG >= 64 ? 4 : HG >= 16 ? 2 : 1;
-    static constexpr int TK = HG >= 64 ? 4 : HG >= 8 ? 2 : 1;
-    static constexpr int kStage = HG >= 64 ? 1024 : 2048;  // doubles (the e_s table takes the rest)
+    static constexpr int GR = HG >= 64 ? 1 : kRanges;
+    static constexpr int TH = HG >= 16 ? 4 : HG >= 8 ? 2 : 1;
+    static constexpr int TK = HG >= 4 ? 4 : 1;
     static constexpr int GH = HG / TH, GK = kChunkKeys / TK;
     static constexpr int R = HG + kChunkKeys;  // stage rows in the score phase
-    static constexpr int DS = kStage / R / 4 * 4;
-    static constexpr int kScoreQuads = (R * DS / 4 + kThreads - 1) / kThreads;  // a thread's, a slab
-    static constexpr int VH = HG / TH, VJ = kThreads / VH;
+    static constexpr int DS = HG >= 16 ? 8 : 16;  // divides kScoreRange: a slab never straddles two ranges
+    static constexpr int kPartials = GR > 1 ? GR * kChunkKeys * HG : 0;  // the ranges' sums [range][key][head]
+    static constexpr int kStage = R * GR * DS > kPartials ? R * GR * DS : kPartials;  // doubles
+    static constexpr int kScoreQuads = (R * GR * DS / 4 + kThreads - 1) / kThreads;  // a thread's, a slab
+    static constexpr int VTH = HG >= 64 ? 4 : HG >= 16 ? 2 : 1;
+    static constexpr int VH = HG / VTH, VJ = kThreads / VH;
     static constexpr int JS = VJ * 8 < kMaxHeadDim ? VJ * 8 : kMaxHeadDim;
     static constexpr int TJ = JS / VJ;
-    static constexpr int KS = kStage / JS;
+    static constexpr int KS = (kStage < 2048 ? kStage : 2048) / JS;  // the value phase's registers stay few
     static constexpr int kValueQuads = (KS * JS / 4 + kThreads - 1) / kThreads;
-    static_assert(GH * GK <= kThreads && VH * VJ == kThreads && DS >= 4 && TJ >= 1 && KS >= 1, "tile shape");
+    static_assert(GR * GH * GK == kThreads && VH * VJ == kThreads && kScoreRange % DS == 0 && TJ >= 1 && KS >= 1,
+                  "tile shape");
 };
 
 // What a block needs of its token: the keys, how many there are, its query rows.
@@ -171,6 +182,88 @@ __device__ inline void score_quad(const float* q, int64_t D, const void* const* 
     }
 }
 
+// The chunk's scores (times 1 / sqrt(D)) into e_s [key][head]: each (head, key) one fma chain
+// from +0 a range of kScoreRange values of d, the chains added in range order. Every thread
+// calls it (barriers).
+template <int HG>
+__device__ inline void group_scores(const float* q, int64_t D, const void* const* key_row, bool f16, int64_t kt,
+                                    bool v4, double* stage, double* e_s) {
+    using G = Group<HG>;
+    const int t = (int)ds4_thread_x();
+    const int rq = t / (G::GH * G::GK), hq = t % (G::GH * G::GK) / G::GK, kq = t % G::GK;
+    // A range's length (its d from rq kScoreRange); with GR = 1 the thread walks all of d.
+    const int64_t span = G::GR > 1 ? (D < kScoreRange ? D : kScoreRange) : D;
+    const int64_t own = G::GR > 1 ? D - (int64_t)rq * kScoreRange : D;
+    const int64_t mine = own < span ? own : span;  // may be <= 0: a range past D
+    double acc[G::TH][G::TK];
+    for (int a = 0; a < G::TH; ++a)
+        for (int b = 0; b < G::TK; ++b) acc[a][b] = 0.0;
+    float pre[G::kScoreQuads][4];
+    constexpr int kRowQuads = G::GR * G::DS / 4;  // a row's quads in a slab
+    auto load_slab = [&](int64_t d0) {
+        for (int u = 0; u < G::kScoreQuads; ++u) {
+            const int idx = t + u * kThreads;
+            if (idx < G::R * kRowQuads) {
+                const int row = idx / kRowQuads, r = idx % kRowQuads / (G::DS / 4), dq = 4 * (idx % (G::DS / 4));
+                score_quad<HG>(q, D, key_row, f16, kt, row, (int64_t)r * kScoreRange + d0 + dq, v4, pre[u]);
+            }
+        }
+    };
+    load_slab(0);
+    for (int64_t d0 = 0; d0 < span; d0 += G::DS) {
+        ds4_sync_block();  // the slab before is read
+        for (int u = 0; u < G::kScoreQuads; ++u) {
+            const int idx = t + u * kThreads;
+            if (idx < G::R * kRowQuads) {
+                const int row = idx / kRowQuads, rd = 4 * (idx % kRowQuads);  // rd: range r's d0 + dq at r DS + dq
+                for (int w = 0; w < 4; ++w) stage[(rd + w) * G::R + row] = (double)pre[u][w];
+            }
+        }
+        ds4_sync_block();
+        if (d0 + G::DS < span) load_slab(d0 + G::DS);
+        const double* sl = stage + rq * G::DS * G::R;
+        slab_steps<G::DS>(mine - d0 < G::DS ? (mine - d0 > 0 ? mine - d0 : 0) : G::DS, [&](int dd) {
+            double qv[G::TH], kv[G::TK];
+            for (int a = 0; a < G::TH; ++a) qv[a] = sl[dd * G::R + hq + G::GH * a];
+            for (int b = 0; b < G::TK; ++b) kv[b] = sl[dd * G::R + HG + kq + G::GK * b];
+            for (int a = 0; a < G::TH; ++a)
+                for (int b = 0; b < G::TK; ++b) acc[a][b] = __builtin_fma(qv[a], kv[b], acc[a][b]);
+        });
+        if (G::GR == 1 && ((d0 + G::DS) % kScoreRange == 0 || d0 + G::DS >= D)) {
+            // A range ends: its chains added to the sums so far, in e_s (the thread's own slots;
+            // registers for them spilled).
+            const bool first = d0 < kScoreRange;
+            for (int a = 0; a < G::TH; ++a)
+                for (int b = 0; b < G::TK; ++b) {
+                    double& e = e_s[(kq + G::GK * b) * HG + hq + G::GH * a];
+                    e = first ? acc[a][b] : e + acc[a][b];
+                    acc[a][b] = 0.0;
+                }
+        }
+    }
+    const double scale = 1.0 / ds4::num::sqrt_f64((double)D);
+    if (G::GR == 1) {
+        for (int a = 0; a < G::TH; ++a)
+            for (int b = 0; b < G::TK; ++b) {
+                double& e = e_s[(kq + G::GK * b) * HG + hq + G::GH * a];
+                e = e * scale;
+            }
+        ds4_sync_block();
+        return;
+    }
+    ds4_sync_block();  // the last slab is read: the stage takes the ranges' sums
+    for (int a = 0; a < G::TH; ++a)
+        for (int b = 0; b < G::TK; ++b) stage[(rq * kChunkKeys + kq + G::GK * b) * HG + hq + G::GH * a] = acc[a][b];
+    ds4_sync_block();
+    const int64_t ranges = (D + kScoreRange - 1) / kScoreRange;
+    for (int64_t x = t; x < kt * HG; x += kThreads) {
+        double s = stage[x];
+        for (int64_t r = 1; r < ranges; ++r) s = s + stage[r * kChunkKeys * HG + x];
+        e_s[x] = s * scale;
+    }
+    ds4_sync_block();
+}
+
 // Chunk c of the group's HG heads: the scores into e_s [key][head] (then the weights), the
 // maxima and sums into m_s and l_s, this thread's outputs of the chunk's weighted values into
 // part_o rows. Every thread calls it (barriers).
@@ -186,53 +279,7 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
         key_row[k] = f16 ? (const void*)th.tk.f16_row(k0 + k, D) : (const void*)(keys.rows + (k0 + k) * D);
     }
     ds4_sync_block();
-
-    // Scores.
-    const int hq = t / G::GK, kq = t % G::GK;
-    const bool scorer = t < G::GH * G::GK;
-    double acc[G::TH][G::TK];
-    for (int a = 0; a < G::TH; ++a)
-        for (int b = 0; b < G::TK; ++b) acc[a][b] = 0.0;
-    float pre[G::kScoreQuads][4];
-    auto load_slab = [&](int64_t d0) {
-        for (int u = 0; u < G::kScoreQuads; ++u) {
-            const int idx = t + u * kThreads;
-            if (idx < G::R * G::DS / 4) {
-                score_quad<HG>(q, D, key_row, f16, kt, idx / (G::DS / 4), d0 + 4 * (idx % (G::DS / 4)), v4, pre[u]);
-            }
-        }
-    };
-    load_slab(0);
-    for (int64_t d0 = 0; d0 < D; d0 += G::DS) {
-        ds4_sync_block();  // the slab before is read
-        for (int u = 0; u < G::kScoreQuads; ++u) {
-            const int idx = t + u * kThreads;
-            if (idx < G::R * G::DS / 4) {
-                const int row = idx / (G::DS / 4), dd = 4 * (idx % (G::DS / 4));
-                for (int w = 0; w < 4; ++w) stage[(dd + w) * G::R + row] = (double)pre[u][w];
-            }
-        }
-        ds4_sync_block();
-        if (d0 + G::DS < D) load_slab(d0 + G::DS);
-        if (scorer) {
-            slab_steps<G::DS>(D - d0 < G::DS ? D - d0 : G::DS, [&](int dd) {
-                double qv[G::TH], kv[G::TK];
-                for (int a = 0; a < G::TH; ++a) qv[a] = stage[dd * G::R + hq + G::GH * a];
-                for (int b = 0; b < G::TK; ++b) kv[b] = stage[dd * G::R + HG + kq + G::GK * b];
-                for (int a = 0; a < G::TH; ++a)
-                    for (int b = 0; b < G::TK; ++b) acc[a][b] = __builtin_fma(qv[a], kv[b], acc[a][b]);
-            });
-        }
-    }
-    if (scorer) {
-        const double scale = 1.0 / ds4::num::sqrt_f64((double)D);
-        for (int a = 0; a < G::TH; ++a)
-            for (int b = 0; b < G::TK; ++b) {
-                const int k = kq + G::GK * b;
-                if (k < kt) e_s[k * HG + hq + G::GH * a] = acc[a][b] * scale;
-            }
-    }
-    ds4_sync_block();
+    group_scores<HG>(q, D, key_row, f16, kt, v4, stage, e_s);
 
     // The chunk's maxima in key order, the weights, their sums in key order.
     if (t < HG) {
@@ -261,8 +308,8 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
                 if (idx < G::KS * G::JS / 4 && ks0 + kk < kt) load4_key(key_row[ks0 + kk], f16, j, D, v4, vpre[u]);
             }
         };
-        double o[G::TH][G::TJ];
-        for (int a = 0; a < G::TH; ++a)
+        double o[G::VTH][G::TJ];
+        for (int a = 0; a < G::VTH; ++a)
             for (int b = 0; b < G::TJ; ++b) o[a][b] = 0.0;
         load_keys(0);
         for (int64_t ks0 = 0; ks0 < kt; ks0 += G::KS) {
@@ -276,14 +323,14 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
             ds4_sync_block();
             if (ks0 + G::KS < kt) load_keys(ks0 + G::KS);
             slab_steps<G::KS>(kt - ks0 < G::KS ? kt - ks0 : G::KS, [&](int kk) {
-                double w[G::TH], v[G::TJ];
-                for (int a = 0; a < G::TH; ++a) w[a] = e_s[(ks0 + kk) * HG + vh + G::VH * a];
+                double w[G::VTH], v[G::TJ];
+                for (int a = 0; a < G::VTH; ++a) w[a] = e_s[(ks0 + kk) * HG + vh + G::VH * a];
                 for (int b = 0; b < G::TJ; ++b) v[b] = stage[kk * G::JS + jq + G::VJ * b];
-                for (int a = 0; a < G::TH; ++a)
+                for (int a = 0; a < G::VTH; ++a)
                     for (int b = 0; b < G::TJ; ++b) o[a][b] = __builtin_fma(w[a], v[b], o[a][b]);
             });
         }
-        for (int a = 0; a < G::TH; ++a) {
+        for (int a = 0; a < G::VTH; ++a) {
             double* out = part_o + (int64_t)(vh + G::VH * a) * part_stride;
             for (int b = 0; b < G::TJ; ++b) {
                 const int64_t j = j0 + jq + G::VJ * b;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Step 37 on the lent GPU, one stage per argument (carry .whl and .llama):
+#   bash reports/examples/gpu-speed-h200/37-run.sh ranges    # one call (about 300 s)
+#   bash reports/examples/gpu-speed-h200/37-run.sh shape     # one call (about 450 s)
+# ranges: the attention's scores as one fma chain a range of 128 values of d, the ranges added in
+# order, with the small head groups taking a range a thread (37-ranges.diff) against step 36's one
+# chain over all of d (which made decode after 2048 tokens 6% slower: 36-attn-ab.txt), built side
+# by side by scripts/gpu-diff-ab, two rounds of a 2048-token prefill then decode and verify; the
+# order changes, so the hash is not compared. Then test_gpu_int8.py and test_gpu_forward.py's
+# bounds and kernel choices on the new build.
+# shape: a full-width file of a shape the kernels were not tuned on (SHAPE_LAYERS, default 4;
+# SHAPE_EXPERTS, default Q4_K: llama.cpp loads it, and our Q4_K experts have no int8 walk and no
+# tensor-core GEMM, so prefill takes the float walks), ours at the default prefill block (1024 on
+# a GPU) on 512- and 2048-token prefills and chained decode, then llama-bench on the same file
+# (ubatch 512 with tg128, ubatch 2048) in the same call.
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$OUT/37-device.txt" 2>&1
+for stage in "$@"; do
+  t0=$(date +%s)
+  case $stage in
+    ranges) PROFILE_ARGS="--prompt 2048 --tokens 16" REPS=${REPS:-2} timeout 400 \
+              bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/37-ranges.diff "$OUT/ranges" ab >"$OUT/ranges.log" 2>&1
+            cp "$OUT/ranges/ab.txt" "$OUT/37-ranges-ab.txt"; grep -v counters "$OUT/37-ranges-ab.txt"; tail -2 "$OUT/ranges.log"
+            export PYTHONPATH="/tmp/ds4kit-site:$PWD" PY=python3
+            timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/37-tests-int8.txt" 2>&1
+            tail -1 "$OUT/37-tests-int8.txt"
+            timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
+              >"$OUT/37-tests-forward.txt" 2>&1
+            tail -1 "$OUT/37-tests-forward.txt" ;;
+    shape) source scripts/gpu-build "$OUT/build.log" || exit 3
+           model=$(SPEED_LAYERS=${SHAPE_LAYERS:-4} SPEED_EXPERTS_TYPE=${SHAPE_EXPERTS:-Q4_K} \
+                   bash scripts/gpu-speed-model /tmp/synth) || exit 4
+           for p in 512 2048; do
+             timeout 150 "$PY" scripts/gpu-decode-profile "$model" --prompt $p --tokens 32 --no-profile \
+               >"$OUT/37-shape-ours-$p.txt" 2>&1
+             echo "prompt $p:"; grep -hE "^prefill|decode median|verify ms" "$OUT/37-shape-ours-$p.txt"
+           done
+           timeout 240 bash scripts/llama-cuda-bench "$model" "$OUT/llama" | tee "$OUT/37-shape-llama.txt"
+           cp "$OUT"/llama/*.json "$OUT/" 2>/dev/null ;;
+    *) echo "37-run.sh: unknown stage $stage (ranges, shape)" >&2; exit 2 ;;
+  esac
+  echo "stage $stage: $(( $(date +%s) - t0 )) s"
+done
