@@ -7,9 +7,8 @@
 //   dequantised column (relative to the sum of |w x|), gate_up through the clamped SwiGLU;
 // - a token's output bit for bit the same whether its expert has one column in the call or
 //   three (verify == decode at the kernel);
-// - the shared expert's gate_up and down on Q8_0 rows (the backend's split layout: the codes,
-//   then the f16 scales) the same way against the float64 dot, and bit for bit the same with
-//   one column a pass and kSharedCols (decode against verify and prefill).
+// - the shared expert's SwiGLU quantiser (its matmuls are gpu_matmul_int8.cu's: matmul_int8_sim,
+//   gemm_int8_sim) bit for bit the column quantiser of the clamped SwiGLU.
 // Prints one line per case; exit status 1 if any differs. tests/engine/test_gpu_kernels_host_sim.py
 // builds and runs it.
 #include "sim_runtime.h"
@@ -214,88 +213,34 @@ void down_case(const std::string& name, int64_t F, int64_t E, int L, bool wide) 
     report(same, name + ": the same bits with 1 and 3 columns on the expert");
 }
 
-// Q8_0 rows as the backend stores them (gpu_dequant.h): nb x 32 codes, then nb f16 scales.
-std::vector<uint8_t> random_q8_split(int64_t rows, int64_t n, std::mt19937_64& rng) {
-    const int64_t nb = n / 32, rb = 34 * nb;
-    std::vector<uint8_t> w((size_t)(rows * rb));
-    std::uniform_real_distribution<float> f(0.001f, 0.02f);
-    for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t i = 0; i < 32 * nb; ++i) w[(size_t)(r * rb + i)] = (uint8_t)rng();
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint16_t h = ds4::f32_to_f16(f(rng));
-            std::memcpy(&w[(size_t)(r * rb + 32 * nb + 2 * b)], &h, 2);
-        }
+// The shared expert's SwiGLU quantiser (its gate and up are the Q8_0 matmuls', checked by
+// matmul_int8_sim and gemm_int8_sim): codes and scales bit for bit the column quantiser's of the
+// clamped SwiGLU of each pair, which stays within float rounding of the double statement; values
+// past the clamp on both sides, a block of zeros, a partial last quantiser block.
+void swiglu_columns_case() {
+    std::mt19937_64 rng(11);
+    std::normal_distribution<float> nd(0.0f, 6.0f);
+    const int64_t values = 32 * 21;  // 2.6 quantiser blocks
+    std::vector<float> gate((size_t)values), up((size_t)values), v((size_t)values);
+    for (float& x : gate) x = nd(rng);
+    for (float& x : up) x = nd(rng);
+    for (int j = 0; j < 32; ++j) gate[(size_t)(64 + j)] = 0.0f;  // block 2: SwiGLU zeros
+    const double clamp = 7.0;
+    double worst = 0.0;
+    for (int64_t i = 0; i < values; ++i) {
+        v[(size_t)i] = clamped_swiglu(gate[(size_t)i], up[(size_t)i], clamp);
+        const double want = swiglu(gate[(size_t)i], up[(size_t)i], clamp);
+        worst = std::max(worst, std::fabs(v[(size_t)i] - want) / (std::fabs(want) + 1e-30));
     }
-    return w;
-}
-std::vector<double> dequant_q8_split_row(const uint8_t* row, int64_t n) {
-    const int64_t nb = n / 32;
-    std::vector<double> w((size_t)n);
-    for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, row + 32 * nb + 2 * (i / 32), 2);
-        w[(size_t)i] = (double)(int8_t)row[i] * (double)half_to_float(h);
-    }
-    return w;
-}
-
-// The shared expert (active null: slot s takes tokens s NC ..) over 5 tokens, with NC = 1 and
-// kSharedCols columns a pass.
-void shared_case(const std::string& name, int64_t E, int64_t F, int L, bool wide) {
-    std::mt19937_64 rng(std::hash<std::string>()(name));
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    const int64_t T = 5;
-    const uint64_t grb = (uint64_t)(34 * (E / 32)), drb = (uint64_t)(34 * (F / 32));
-    const std::vector<uint8_t> gate = random_q8_split(F, E, rng), up = random_q8_split(F, E, rng);
-    const std::vector<uint8_t> down = random_q8_split(E, F, rng);
-    std::vector<float> h((size_t)(T * E)), a((size_t)(T * F));
-    for (float& v : h) v = nd(rng);
-    for (float& v : a) v = nd(rng);
-    const Cols hc = quantise(h), acq = quantise(a);
-    const std::vector<double> hx = dequant_cols(hc), ax = dequant_cols(acq);
-    const double clamp = 10.0;
-    std::vector<float> act[2], out[2];
-    for (int many = 0; many < 2; ++many) {
-        const int nc = many ? kSharedCols : 1;
-        const unsigned slots = (unsigned)((T + nc - 1) / nc);
-        act[many].assign((size_t)(T * F), -1.0f);
-        out[many].assign((size_t)(T * E), -1.0f);
-        sim_launch(ds4::gpu::dot_row_blocks(F, L, 1), slots, ds4::gpu::kDotBlock, [&] {
-            auto k = many ? ds4_moe_gate_up_int8_kernel<1, kSharedCols, 8> : ds4_moe_gate_up_int8_kernel<1, 1, 8>;
-            k(gate.data(), up.data(), 0, grb, E, hc.q.data(), hc.d.data(), nullptr, nullptr, nullptr, nullptr, nullptr, T,
-              F, clamp, act[many].data(), L, wide);
-        });
-        sim_launch(ds4::gpu::dot_row_blocks(E, L, 1), slots, ds4::gpu::kDotBlock, [&] {
-            auto k = many ? ds4_moe_down_int8_kernel<1, kSharedCols, 8> : ds4_moe_down_int8_kernel<1, 1, 8>;
-            k(down.data(), 0, drb, F, acq.q.data(), acq.d.data(), nullptr, nullptr, nullptr, nullptr, T, E,
-              out[many].data(), L, wide);
-        });
-    }
-    double worst_gu = 0.0, worst_dn = 0.0;
-    for (int64_t t = 0; t < T; ++t) {
-        for (int64_t r = 0; r < F; ++r) {
-            const std::vector<double> g = dequant_q8_split_row(gate.data() + r * grb, E);
-            const std::vector<double> u = dequant_q8_split_row(up.data() + r * grb, E);
-            double gd = 0, ud = 0, gs = 0, us = 0;
-            for (int64_t j = 0; j < E; ++j) {
-                const double xv = hx[(size_t)(t * E + j)];
-                gd += g[j] * xv, ud += u[j] * xv, gs += std::fabs(g[j] * xv), us += std::fabs(u[j] * xv);
-            }
-            const double want = swiglu(gd, ud, clamp), got = act[0][(size_t)(t * F + r)];
-            worst_gu = std::max(worst_gu, std::fabs(got - want) / ((std::fabs(ud) + std::fabs(gd) + 1.0) * (gs + us)));
-        }
-        for (int64_t r = 0; r < E; ++r) {
-            const std::vector<double> w = dequant_q8_split_row(down.data() + r * drb, F);
-            double want = 0, mag = 0;
-            for (int64_t j = 0; j < F; ++j) want += w[j] * ax[(size_t)(t * F + j)], mag += std::fabs(w[j] * ax[(size_t)(t * F + j)]);
-            worst_dn = std::max(worst_dn, std::fabs(out[0][(size_t)(t * E + r)] - want) / mag);
-        }
-    }
-    report(worst_gu < 2e-6 && worst_dn < 2e-6, name + ": against the float64 dot",
-           "relative error gate_up " + std::to_string(worst_gu) + ", down " + std::to_string(worst_dn));
-    const bool same = std::memcmp(act[0].data(), act[1].data(), act[0].size() * 4) == 0 &&
-                      std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4) == 0;
-    report(same, name + ": the same bits with 1 and " + std::to_string(kSharedCols) + " columns a pass");
+    const Cols want = quantise(v);
+    Cols got{std::vector<int8_t>((size_t)values, 99), std::vector<float>((size_t)(values / 32), -1.0f)};
+    sim_launch((unsigned)((values + 255) / 256), 1, 256, [&] {
+        ds4_swiglu_int8_columns_kernel(gate.data(), up.data(), values, clamp, got.q.data(), got.d.data());
+    });
+    const bool same = std::memcmp(want.q.data(), got.q.data(), (size_t)values) == 0 &&
+                      std::memcmp(want.d.data(), got.d.data(), want.d.size() * 4) == 0;
+    report(same && worst < 1e-6, "the shared expert's SwiGLU int8 columns: the quantiser's of the SwiGLU",
+           same ? "SwiGLU relative error " + std::to_string(worst) : "codes or scales differ");
 }
 
 }  // namespace
@@ -306,8 +251,7 @@ int main() {
     gate_up_case<1>("Q2_K gate_up, one row of each a group, 64 lanes, byte loads", 1024, 24, 64, false);
     down_case<4>("Q2_K down, 4-row groups, 32 lanes, word loads", 512, 36, 32, true);
     down_case<1>("Q2_K down, one-row groups, 64 lanes, byte loads", 1024, 20, 64, false);
-    shared_case("Q8_0 shared expert, 32 lanes, 8-byte loads", 512, 256, 32, true);
-    shared_case("Q8_0 shared expert, 64 lanes, byte loads, blocks a lane runs short of", 160, 96, 64, false);
+    swiglu_columns_case();
     std::printf("%d failure(s)\n", failures);
     return failures ? 1 : 0;
 }

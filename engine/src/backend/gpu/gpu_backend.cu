@@ -445,8 +445,9 @@ public:
         a.n_active = a.active + a.n_expert;
         a.col_of = a.n_active + 1;
         a.tok_of = a.col_of + P;
-        a.act = scratch<float>(kSlotMoeAct, P * a.exp.F + n_tokens * a.sh.F);
+        a.act = scratch<float>(kSlotMoeAct, P * a.exp.F + 2 * n_tokens * a.sh.F);
         a.act_sh = a.act + P * a.exp.F;
+        a.up_sh = a.act_sh + n_tokens * a.sh.F;
         a.out = scratch<float>(kSlotMoeOut, P * a.E + n_tokens * a.E);
         a.out_sh = a.out + P * a.E;
         if (gpu::int8_experts_for(a.exp, a.E)) {

@@ -76,25 +76,12 @@ constexpr int kInt8QuantThreads = 256;  // the quantiser's block: a thread per v
 static_assert(kInt8QuantThreads % kInt8Block == 0, "whole int8 blocks a block");
 inline int64_t int8_columns_blocks(int64_t values) { return (values + kInt8QuantThreads - 1) / kInt8QuantThreads; }
 
-// Block b of the quantiser (kInt8QuantThreads threads), thread i = b * kInt8QuantThreads + t:
-// value e = i % n of column k = i / n (k = c G + g: group g of column c, at x + c ldx + g
-// x_stride) into q[i], and d[i / 32] by its int8 block's first thread (n is a multiple of 32, so
-// a block never straddles two columns). The block's amax is a max (no rounding: any order gives
-// it), here a tree over shared memory.
-__device__ inline void int8_columns_block(int64_t b, const float* x, int64_t ldx, int64_t groups, int64_t x_stride,
-                                          int64_t n, int64_t values, int8_t* q, float* d) {
+// Value i (thread t of its block, v zero past `values`) of the quantiser's block into q[i], and
+// d[i / 32] by its int8 block's first thread. The block's amax is a max (no rounding: any order
+// gives it), here a tree over shared memory. Every thread of the block calls it.
+__device__ inline void int8_columns_store(int64_t i, float v, int64_t values, int8_t* q, float* d) {
     __shared__ float mag[kInt8QuantThreads];
     const int t = (int)ds4_thread_x();
-    const int64_t i = b * kInt8QuantThreads + t;
-    float v = 0.0f;
-    if (i < values) {
-        if (groups == 1 && ldx == n) {  // contiguous columns (the experts' h and SwiGLU output): no divisions
-            v = x[i];
-        } else {
-            const int64_t k = i / n;
-            v = x[(k / groups) * ldx + (k % groups) * x_stride + i % n];
-        }
-    }
     mag[t] = ds4::num::abs_f32(v);
     ds4_sync_block();
     for (int w = kInt8Block / 2; w > 0; w /= 2) {
@@ -106,6 +93,24 @@ __device__ inline void int8_columns_block(int64_t b, const float* x, int64_t ldx
         q[i] = int8_code(v, scale);
         if (t % kInt8Block == 0) d[i / kInt8Block] = scale;
     }
+}
+
+// Block b of the quantiser (kInt8QuantThreads threads), thread i = b * kInt8QuantThreads + t:
+// value e = i % n of column k = i / n (k = c G + g: group g of column c, at x + c ldx + g
+// x_stride) (n is a multiple of 32, so an int8 block never straddles two columns).
+__device__ inline void int8_columns_block(int64_t b, const float* x, int64_t ldx, int64_t groups, int64_t x_stride,
+                                          int64_t n, int64_t values, int8_t* q, float* d) {
+    const int64_t i = b * kInt8QuantThreads + ds4_thread_x();
+    float v = 0.0f;
+    if (i < values) {
+        if (groups == 1 && ldx == n) {  // contiguous columns (the experts' h and SwiGLU output): no divisions
+            v = x[i];
+        } else {
+            const int64_t k = i / n;
+            v = x[(k / groups) * ldx + (k % groups) * x_stride + i % n];
+        }
+    }
+    int8_columns_store(i, v, values, q, d);
 }
 
 // A row's int8 column where a block of T threads holds it HELD values a thread, value i = t + k T
@@ -219,59 +224,6 @@ __device__ inline void lane_dot_q2k_int8(const uint8_t* const* rows, int64_t n, 
             }
         }
     }
-}
-
-// acc[r * NC + c] = fma(dw, dx * isum, acc[r * NC + c]) for Q8_0 block b of R rows (the
-// backend's split rows, gpu_dequant.h: the nb x 32 codes, then nb f16 scales) against NC int8
-// columns (codes xq[c], scales xd[c]): isum the 32 codes' integer dot with the column's (eight
-// dp4a), dw and dx the two scales. WIDE: the rows allow 8-byte loads.
-template <int R, int NC, bool WIDE>
-__device__ inline void q8_0_int8_block(const uint8_t* const* rows, int64_t nb, int64_t b, const int8_t* const* xq,
-                                       const float* const* xd, float* acc) {
-    uint32_t w[R][8];
-    float dw[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-        const uint8_t* codes = rows[r] + 32 * b;
-#pragma unroll
-        for (int m = 0; m < 4; ++m) {
-            if constexpr (WIDE) {
-                const uint64_t v = reinterpret_cast<const uint64_t*>(codes)[m];
-                w[r][2 * m] = (uint32_t)v, w[r][2 * m + 1] = (uint32_t)(v >> 32);
-            } else {
-                w[r][2 * m] = rd32(codes + 8 * m), w[r][2 * m + 1] = rd32(codes + 8 * m + 4);
-            }
-        }
-        dw[r] = f16_at<WIDE>(rows[r] + 32 * nb + 2 * b);
-    }
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-        const uint4_t* xp = reinterpret_cast<const uint4_t*>(xq[c] + 32 * b);
-        const uint4_t x0 = xp[0], x1 = xp[1];
-        const float dx = xd[c][b];
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            int isum = dot4_s8(w[r][0], x0.a, kSmallIntBias);  // biased: a float after one subtraction
-            isum = dot4_s8(w[r][1], x0.b, isum);
-            isum = dot4_s8(w[r][2], x0.c, isum);
-            isum = dot4_s8(w[r][3], x0.d, isum);
-            isum = dot4_s8(w[r][4], x1.a, isum);
-            isum = dot4_s8(w[r][5], x1.b, isum);
-            isum = dot4_s8(w[r][6], x1.c, isum);
-            isum = dot4_s8(w[r][7], x1.d, isum);
-            acc[r * NC + c] = ds4_fmaf(dw[r], dx * biased_int_to_f32(isum), acc[r * NC + c]);
-        }
-    }
-}
-
-// The shared expert's walk: acc (per lane) += the lane's share of rows[r] . x_c, lane l taking
-// blocks l, l + L, ... in order (then gpu_tree.h's tree over L; a column past the call's
-// repeats one before it, its sums are dropped). A column's sums are the same for every NC.
-template <int R, int NC, bool WIDE>
-__device__ inline void lane_dot_q8_0_int8(const uint8_t* const* rows, int64_t n, const Lanes& ln,
-                                          const int8_t* const* xq, const float* const* xd, float* acc) {
-    const int64_t nb = n / kInt8Block;
-    for (int64_t b = ln.lane; b < nb; b += ln.L) q8_0_int8_block<R, NC, WIDE>(rows, nb, b, xq, xd, acc);
 }
 
 // The Q8_0 matmuls' walk on int8 columns (gpu_matmul_int8.cu; the prefill GEMM,
@@ -453,22 +405,12 @@ __device__ inline void group_dot_q2k_int8(const uint8_t* const* rows, int64_t n,
     }
 }
 
-// The int8 walk of a weight type (Q2_K: one column; Q8_0: NC columns), as group_dot's `wide`
-// chooses the word loads.
+// The experts' int8 walk (Q2_K, one column), as group_dot's `wide` chooses the word loads.
 template <uint32_t TYPE, int R, int NC>
 __device__ inline void int8_group_dot(const uint8_t* const* rows, int64_t n, const Lanes& ln, bool wide,
                                       const int8_t* const* xq, const float* const* xd, float* acc) {
-    if constexpr (TYPE == 10) {
-        static_assert(NC == 1, "the Q2_K walk takes one column");
-        group_dot_q2k_int8<R>(rows, n, ln, wide, xq[0], xd[0], acc);
-    } else {
-        static_assert(TYPE == 8, "int8 walks: Q2_K and Q8_0");
-        if (wide) {
-            lane_dot_q8_0_int8<R, NC, true>(rows, n, ln, xq, xd, acc);
-        } else {
-            lane_dot_q8_0_int8<R, NC, false>(rows, n, ln, xq, xd, acc);
-        }
-    }
+    static_assert(TYPE == 10 && NC == 1, "the experts' int8 walk: Q2_K, one column (the shared Q8_0 expert runs the matmuls')");
+    group_dot_q2k_int8<R>(rows, n, ln, wide, xq[0], xd[0], acc);
 }
 
 // chain_dot_q8_0_int8 as `wide` chooses the word loads.

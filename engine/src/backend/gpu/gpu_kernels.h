@@ -161,10 +161,11 @@ struct MoeLaunch {
     double clamp = 0, clamp_shared = 0;
     float* y = nullptr;
     // Scratch: count/start/active [n_expert], n_active [1], col_of/tok_of [n_tokens * K],
-    // act [n_tokens * K * F], act_sh [n_tokens * sh.F], out [n_tokens * K * E], out_sh [n_tokens * E].
+    // act [n_tokens * K * F], act_sh and up_sh [n_tokens * sh.F], out [n_tokens * K * E], out_sh
+    // [n_tokens * E].
     int32_t *count = nullptr, *start = nullptr, *col_of = nullptr, *tok_of = nullptr;
     int32_t *active = nullptr, *n_active = nullptr;  // the chosen experts in ascending id order, and how many
-    float *act = nullptr, *act_sh = nullptr, *out = nullptr, *out_sh = nullptr;
+    float *act = nullptr, *act_sh = nullptr, *up_sh = nullptr, *out = nullptr, *out_sh = nullptr;
     // Non-null: the routed experts (int8) and the shared expert (int8_sh) run on int8 columns
     // (gpu_moe_int8.cu), these scratches of int8_scratch_bytes holding them.
     uint8_t *int8 = nullptr, *int8_sh = nullptr;
@@ -229,8 +230,9 @@ void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gate_
                              void* s);
 // DS4KIT_GPU_MOE_PLAN: fused (default; the plan in the launch that quantises h) or split.
 bool moe_plan_with_h();
-// launch_moe_shared's, on int8 columns in a.int8_sh (one-row groups).
-void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gate_up, ExpertWalk down, void* s);
+// launch_moe_shared's, on int8 columns in a.int8_sh: the Q8_0 matmuls' kernels (the same bits in
+// decode, verify and prefill), gate into a.act_sh and up into a.up_sh.
+void launch_moe_shared_int8(const MoeLaunch& a, void* s);
 
 // ---- gpu_moe_gemm_q2k.cu ----
 // Whether launch_moe_experts_int8 runs the routed experts as tensor-core GEMMs (the decode

@@ -184,12 +184,12 @@ void launch_moe_routed(const MoeLaunch& a, void* s) {
 
 void launch_moe_shared(const MoeLaunch& a, void* s) {
     if (a.n_tokens <= 0) return;
-    const ExpertMatrix sgu = expert_matrix(a.sh.type, a.sh.F, a.E, 1, a.sh.gate_up_row_bytes, 0, a.sh.gate);
-    const ExpertMatrix sdn = expert_matrix(a.sh.down_type, a.E, a.sh.F, 1, a.sh.down_row_bytes, 0, a.sh.down);
     if (a.int8_sh) {
-        launch_moe_shared_int8(a, ExpertWalk{sgu.L, sgu.wide, 1}, ExpertWalk{sdn.L, sdn.wide, 1}, s);
+        launch_moe_shared_int8(a, s);
         return;
     }
+    const ExpertMatrix sgu = expert_matrix(a.sh.type, a.sh.F, a.E, 1, a.sh.gate_up_row_bytes, 0, a.sh.gate);
+    const ExpertMatrix sdn = expert_matrix(a.sh.down_type, a.E, a.sh.F, 1, a.sh.down_row_bytes, 0, a.sh.down);
     // Column c is token c; slot s takes columns s C .. s C + C (C the columns of a pass).
     const Passes ps{a.n_tokens == 1, a.n_tokens > kNarrowCols && wide_shared_expert()};
     const int64_t slots = (a.n_tokens + ps.columns() - 1) / ps.columns();

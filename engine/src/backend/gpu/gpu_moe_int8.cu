@@ -1,8 +1,10 @@
 // The routed Q2_K experts, and with them a Q8_0 shared expert, on int8 columns (gpu_int8.h); the
 // default (DS4KIT_GPU_INT8=never: float columns; experts: the routed ones only; gpu_kernels.h
 // int8_scope): after gpu_moe.cu's plan, h is quantised per token (gpu_int8_columns.cu), gate and up run on it, the SwiGLU output is
-// quantised per column, and down runs on that (the shared expert the same way on its own
-// scratch, beside them on the side stream). Every path of a token (decode, verify, prefill)
+// quantised per column, and down runs on that. A Q8_0 shared expert runs beside them on the side
+// stream as the Q8_0 matmuls on int8 columns (gpu_matmul_int8.cu: decode's GEMV, a prefill
+// block's tensor-core GEMM, the same bits), gate and up in one set, then its SwiGLU output
+// quantised by one launch, then down. Every path of a token (decode, verify, prefill)
 // takes these kernels, whose columns' sums do not depend on the columns a pass takes, so a
 // token's output never depends on the call (verify == decode); the oracle is the float64
 // reference with int8 columns (tests/reference/ds4_ref_int8.py), not the CPU engine, whose
@@ -14,13 +16,11 @@
 #include <stdint.h>
 
 namespace {
-constexpr uint32_t kQ2K = 10, kQ8_0 = 8;
-constexpr int kSharedCols = 4;  // the shared expert's columns a pass in calls of several tokens
+constexpr uint32_t kQ2K = 10;
 }  // namespace
 
 // Block (b, s): act[c * F + r] = swiglu(gate_e.row(r) . h_tok(c), up_e.row(r) . h_tok(c)) for
-// the s-th chosen expert's columns c (the shared expert, active null: the NC tokens from s NC),
-// RH rows of gate and the same of up a group (as gpu_moe_kernels.h's gate_up), NC columns a
+// the s-th chosen expert's columns c, RH rows of gate and the same of up a group (as gpu_moe_kernels.h's gate_up), NC columns a
 // pass; h as int8 columns (hq, hd) per token, the weights' TYPE walk of gpu_int8.h.
 template <int RH, int NC, uint32_t TYPE>
 __global__ void DS4_DOT_BOUNDS ds4_moe_gate_up_int8_kernel(
@@ -137,11 +137,17 @@ DS4_INT8_GATE_UP(2, 1, kQ2K)
 DS4_INT8_DOWN(1, 1, kQ2K)
 DS4_INT8_DOWN(4, 1, kQ2K)
 static_assert(ds4::gpu::max_group_rows<1>() == 4, "the instances above are for groups of 1 and 4 rows");
-// The shared Q8_0 expert: one-row groups, 1 (decode) or kSharedCols columns a pass.
-DS4_INT8_GATE_UP(1, 1, kQ8_0)
-DS4_INT8_GATE_UP(1, kSharedCols, kQ8_0)
-DS4_INT8_DOWN(1, 1, kQ8_0)
-DS4_INT8_DOWN(1, kSharedCols, kQ8_0)
+
+// The shared expert's SwiGLU output as int8 columns: value i = clamped_swiglu(gate[i], up[i]) of
+// the gate and up matmuls' outputs (n_tokens columns of F, contiguous), quantised as
+// gpu_int8.h's quantiser (block b: values b kInt8QuantThreads ..).
+extern "C" __global__ void ds4_swiglu_int8_columns_kernel(const float* gate, const float* up, int64_t values,
+                                                          double clamp, int8_t* q, float* d) {
+    ds4_kernel_entry();
+    const int64_t i = (int64_t)ds4_block_x() * ds4::gpu::kInt8QuantThreads + ds4_thread_x();
+    const float v = i < values ? clamped_swiglu(gate[i], up[i], clamp) : 0.0f;
+    ds4::gpu::int8_columns_store(i, v, values, q, d);
+}
 
 #if DS4_GPU_HOST_CODE
 #include <algorithm>
@@ -151,6 +157,10 @@ DS4_INT8_DOWN(1, kSharedCols, kQ8_0)
 
 namespace ds4 {
 namespace gpu {
+
+namespace {
+constexpr uint32_t kQ8_0 = 8;
+}  // namespace
 
 bool int8_experts_for(const MoeMats& exp, int64_t E) {
     // never: float columns, the CPU engine's arithmetic (tests/gpu/test_gpu_forward.py holds
@@ -219,23 +229,21 @@ void launch_moe_experts_int8(const MoeLaunch& a, int64_t slots, ExpertWalk gu, E
     DS4_GPU_CHECK_LAUNCH("ds4_moe_down_int8_kernel");
 }
 
-void launch_moe_shared_int8(const MoeLaunch& a, ExpertWalk gu, ExpertWalk dn, void* s) {
-    // Its own quantised h and SwiGLU output (a.int8_sh), so it can run beside the routed
-    // experts on another stream; a slot per pass of columns (tokens).
-    const Int8Cols h = launch_int8_columns(a.h, a.E, a.n_tokens, 1, 0, a.E, a.int8_sh, s);
-    const bool one = a.n_tokens == 1;
-    const int64_t slots = one ? 1 : (a.n_tokens + kSharedCols - 1) / kSharedCols;
-    ds4_launch(one ? ds4_moe_gate_up_int8_kernel<1, 1, kQ8_0> : ds4_moe_gate_up_int8_kernel<1, kSharedCols, kQ8_0>,
-               dim3(dot_row_blocks(a.sh.F, gu.L, 1), (unsigned)slots), dim3(kDotBlock), s, a.sh.gate, a.sh.up,
-               (uint64_t)0, a.sh.gate_up_row_bytes, a.E, h.q, h.d, nullptr, nullptr, nullptr, nullptr, nullptr,
-               a.n_tokens, a.sh.F, a.clamp_shared, a.act_sh, gu.L, gu.wide);
-    DS4_GPU_CHECK_LAUNCH("ds4_moe_gate_up_int8_kernel");
-    const Int8Cols act = launch_int8_columns(a.act_sh, a.sh.F, a.n_tokens, 1, 0, a.sh.F, a.int8_sh, s);
-    ds4_launch(one ? ds4_moe_down_int8_kernel<1, 1, kQ8_0> : ds4_moe_down_int8_kernel<1, kSharedCols, kQ8_0>,
-               dim3(dot_row_blocks(a.E, dn.L, 1), (unsigned)slots), dim3(kDotBlock), s, a.sh.down, (uint64_t)0,
-               a.sh.down_row_bytes, a.sh.F, act.q, act.d, nullptr, nullptr, nullptr, nullptr, a.n_tokens, a.E, a.out_sh,
-               dn.L, dn.wide);
-    DS4_GPU_CHECK_LAUNCH("ds4_moe_down_int8_kernel");
+void launch_moe_shared_int8(const MoeLaunch& a, void* s) {
+    // Its own int8 columns (a.int8_sh), so it can run beside the routed experts on another
+    // stream: h, then the SwiGLU output (h's codes are no longer read: the stream orders them).
+    const int64_t F = a.sh.F, n = a.n_tokens;
+    const Int8Cols h = launch_int8_columns(a.h, a.E, n, 1, 0, a.E, a.int8_sh, s);
+    const MatmulSetJob gate_up[2] = {{kQ8_0, a.sh.gate, a.sh.gate_up_row_bytes, F, a.act_sh, F},
+                                     {kQ8_0, a.sh.up, a.sh.gate_up_row_bytes, F, a.up_sh, F}};
+    launch_matmul_set_int8_on(gate_up, 2, a.E, h, (int)n, s);
+    const int64_t values = n * F;
+    const Int8ColsOut act = int8_columns_at(a.int8_sh, values);
+    ds4_launch(ds4_swiglu_int8_columns_kernel, dim3((unsigned)int8_columns_blocks(values)), dim3(kInt8QuantThreads), s,
+               (const float*)a.act_sh, (const float*)a.up_sh, values, a.clamp_shared, act.q, act.d);
+    DS4_GPU_CHECK_LAUNCH("ds4_swiglu_int8_columns_kernel");
+    launch_matmul_int8_on(a.sh.down, a.sh.down_row_bytes, F, a.E, a.E, Int8Cols{act.q, act.d}, (int)n, a.out_sh, a.E,
+                          s);
 }
 
 }  // namespace gpu
