@@ -6,7 +6,9 @@
 # order, with the small head groups taking a range a thread (37-ranges.diff) against step 36's one
 # chain over all of d (which made decode after 2048 tokens 6% slower: 36-attn-ab.txt), built side
 # by side by scripts/gpu-diff-ab, two rounds of a 2048-token prefill then decode and verify; the
-# order changes, so the hash is not compared. Then test_gpu_int8.py and test_gpu_forward.py's
+# order changes, so the hash is not compared. Beside them, the variant after+37-no-shexp: the
+# shared expert on its own lane walk again (37-no-shexp.diff takes back the shared expert on the
+# Q8_0 matmuls' kernels, which also changes bits). Then test_gpu_int8.py and test_gpu_forward.py's
 # bounds and kernel choices on the new build.
 # shape: a full-width file of a shape the kernels were not tuned on (SHAPE_LAYERS, default 4;
 # SHAPE_EXPERTS, default Q4_K: llama.cpp loads it, and our Q4_K experts have no int8 walk and no
@@ -20,7 +22,8 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$
 for stage in "$@"; do
   t0=$(date +%s)
   case $stage in
-    ranges) PROFILE_ARGS="--prompt 2048 --tokens 16" REPS=${REPS:-2} timeout 400 \
+    ranges) VARIANTS=reports/examples/gpu-speed-h200/37-no-shexp.diff PROFILE_ARGS="--prompt 2048 --tokens 16" \
+              REPS=${REPS:-2} timeout 450 \
               bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/37-ranges.diff "$OUT/ranges" ab >"$OUT/ranges.log" 2>&1
             cp "$OUT/ranges/ab.txt" "$OUT/37-ranges-ab.txt"; grep -v counters "$OUT/37-ranges-ab.txt"; tail -2 "$OUT/ranges.log"
             export PYTHONPATH="/tmp/ds4kit-site:$PWD" PY=python3
