@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Step 37 on the lent GPU, one stage per argument (carry .whl and .llama):
 #   bash reports/examples/gpu-speed-h200/37-run.sh ranges    # one call (about 300 s)
+#   bash reports/examples/gpu-speed-h200/37-run.sh step      # one call (about 220 s)
 #   bash reports/examples/gpu-speed-h200/37-run.sh shape     # one call (about 450 s)
 # ranges: the attention's scores as one fma chain a range of 128 values of d, the ranges added in
 # order, with the small head groups taking a range a thread (37-ranges.diff) against step 36's one
@@ -10,6 +11,9 @@
 # shared expert on its own lane walk again (37-no-shexp.diff takes back the shared expert on the
 # Q8_0 matmuls' kernels, which also changes bits). Then test_gpu_int8.py and test_gpu_forward.py's
 # bounds and kernel choices on the new build.
+# step: the two together (37-step.diff, the engine since e0b9497) against step 36's code in one
+# round (the short form of `ranges` for a session with little device time left), then the same
+# tests.
 # shape: a full-width file of a shape the kernels were not tuned on (SHAPE_LAYERS, default 4;
 # SHAPE_EXPERTS, default Q4_K: llama.cpp loads it, and our Q4_K experts have no int8 walk and no
 # tensor-core GEMM, so prefill takes the float walks), ours at the default prefill block (1024 on
@@ -32,6 +36,15 @@ for stage in "$@"; do
             timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
               >"$OUT/37-tests-forward.txt" 2>&1
             tail -1 "$OUT/37-tests-forward.txt" ;;
+    step) PROFILE_ARGS="--prompt 2048 --tokens 16" REPS=${REPS:-1} timeout 330 \
+            bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/37-step.diff "$OUT/step" ab >"$OUT/step.log" 2>&1
+          cp "$OUT/step/ab.txt" "$OUT/37-step-ab.txt"; grep -v counters "$OUT/37-step-ab.txt"; tail -2 "$OUT/step.log"
+          export PYTHONPATH="/tmp/ds4kit-site:$PWD" PY=python3
+          timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/37-tests-int8.txt" 2>&1
+          tail -1 "$OUT/37-tests-int8.txt"
+          timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
+            >"$OUT/37-tests-forward.txt" 2>&1
+          tail -1 "$OUT/37-tests-forward.txt" ;;
     shape) source scripts/gpu-build "$OUT/build.log" || exit 3
            model=$(SPEED_LAYERS=${SHAPE_LAYERS:-4} SPEED_EXPERTS_TYPE=${SHAPE_EXPERTS:-Q4_K} \
                    bash scripts/gpu-speed-model /tmp/synth) || exit 4
@@ -42,7 +55,7 @@ for stage in "$@"; do
            done
            timeout 240 bash scripts/llama-cuda-bench "$model" "$OUT/llama" | tee "$OUT/37-shape-llama.txt"
            cp "$OUT"/llama/*.json "$OUT/" 2>/dev/null ;;
-    *) echo "37-run.sh: unknown stage $stage (ranges, shape)" >&2; exit 2 ;;
+    *) echo "37-run.sh: unknown stage $stage (ranges, step, shape)" >&2; exit 2 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - t0 )) s"
 done
