@@ -6,7 +6,10 @@
 // token and one chunk of 64 keys: every key element is loaded and widened to double once for
 // HG heads, and the scores and the weighted values are two small double-precision products
 // through shared memory (a block per head widened each key 64 times, and its conversions, not
-// its fmas, were its cost).
+// its fmas, were its cost). Groups of 8 heads or fewer (decode's and short verifies': a token
+// has few chunks, so small groups fill the GPU) read the key rows straight from memory, a
+// thread a (range, key) for the scores and two outputs of every head for the values, with no
+// barrier inside either walk.
 //
 // The order, which no schedule changes (so verify == decode == prefill): the score of key k for
 // head h is, for each range of 128 values of d (d = 128 r .. 128 r + 127, the last cut at D), one
@@ -84,6 +87,9 @@ __host__ __device__ inline int64_t chunks_of(int64_t T) { return (T + kChunkKeys
 struct alignas(8) U32x2 {
     uint32_t x, y;
 };
+struct alignas(8) F32x2 {
+    float x, y;
+};
 
 // Four values from d of a row as floats (exact: F16 widens exactly), zero past n: one 16-byte
 // load (floats) or 8-byte load (F16) when `v4` and the four are inside the row.
@@ -116,6 +122,25 @@ __device__ inline void load4_key(const void* r, bool f16, int64_t d, int64_t n, 
     }
 }
 
+// Two values from d (even) of a key row: one 4-byte (F16) or 8-byte (floats) load when `v4`
+// (rows of a multiple of 4 values on 16-byte boundaries) and both are inside the row.
+__device__ inline void load2_key(const void* r, bool f16, int64_t d, int64_t n, bool v4, float* v) {
+    if (v4 && d + 2 <= n) {
+        if (f16) {
+            const uint32_t w = *reinterpret_cast<const uint32_t*>((const uint16_t*)r + d);
+            v[0] = ds4::gpu::f16_bits_to_f32((uint16_t)(w & 0xFFFFu));
+            v[1] = ds4::gpu::f16_bits_to_f32((uint16_t)(w >> 16));
+        } else {
+            const F32x2 w = *reinterpret_cast<const F32x2*>((const float*)r + d);
+            v[0] = w.x, v[1] = w.y;
+        }
+        return;
+    }
+    for (int u = 0; u < 2; ++u) {
+        v[u] = d + u >= n ? 0.0f : f16 ? ds4::gpu::f16_bits_to_f32(((const uint16_t*)r)[d + u]) : ((const float*)r)[d + u];
+    }
+}
+
 // step(0) .. step(n - 1) for n <= N, unrolled when n is the whole N (a full slab).
 template <int N, class Step>
 __device__ inline void slab_steps(int64_t n, Step step) {
@@ -138,6 +163,10 @@ __device__ inline void slab_steps(int64_t n, Step step) {
 // outputs: a warp's reads of the stage are consecutive doubles or one.
 template <int HG>
 struct Group {
+    // Groups of few heads (decode's and short verifies') walk the key rows straight from memory
+    // (direct_scores, direct_values): staged slabs cost them a barrier and a load's latency a
+    // few fmas.
+    static constexpr bool kDirect = HG <= 8;
     static constexpr int GR = HG >= 64 ? 1 : kRanges;
     static constexpr int TH = HG >= 16 ? 4 : HG >= 8 ? 2 : 1;
     static constexpr int TK = HG >= 4 ? 4 : 1;
@@ -145,7 +174,8 @@ struct Group {
     static constexpr int R = HG + kChunkKeys;  // stage rows in the score phase
     static constexpr int DS = HG >= 16 ? 8 : 16;  // divides kScoreRange: a slab never straddles two ranges
     static constexpr int kPartials = GR > 1 ? GR * kChunkKeys * HG : 0;  // the ranges' sums [range][key][head]
-    static constexpr int kStage = R * GR * DS > kPartials ? R * GR * DS : kPartials;  // doubles
+    static constexpr int kStaged = kDirect ? HG * kMaxHeadDim : R * GR * DS;  // direct: the query rows
+    static constexpr int kStage = kStaged > kPartials ? kStaged : kPartials;  // doubles
     static constexpr int kScoreQuads = (R * GR * DS / 4 + kThreads - 1) / kThreads;  // a thread's, a slab
     static constexpr int VTH = HG >= 64 ? 4 : HG >= 16 ? 2 : 1;
     static constexpr int VH = HG / VTH, VJ = kThreads / VH;
@@ -153,7 +183,8 @@ struct Group {
     static constexpr int TJ = JS / VJ;
     static constexpr int KS = (kStage < 2048 ? kStage : 2048) / JS;  // the value phase's registers stay few
     static constexpr int kValueQuads = (KS * JS / 4 + kThreads - 1) / kThreads;
-    static_assert(GR * GH * GK == kThreads && VH * VJ == kThreads && kScoreRange % DS == 0 && TJ >= 1 && KS >= 1,
+    static_assert(GR * GH * GK == kThreads && VH * VJ == kThreads && kScoreRange % DS == 0 && kScoreQuads >= 1 &&
+                      TJ >= 1 && KS >= 1,
                   "tile shape");
 };
 
@@ -180,6 +211,20 @@ __device__ inline void score_quad(const float* q, int64_t D, const void* const* 
     } else {
         for (int u = 0; u < 4; ++u) v[u] = 0.0f;
     }
+}
+
+// e_s [key][head] = the score from the ranges' chains in part [range][key][head] (added in
+// range order, times 1 / sqrt(D)). Every thread calls it (a barrier at the end).
+template <int HG>
+__device__ inline void add_ranges(int64_t D, int64_t kt, const double* part, double* e_s) {
+    const double scale = 1.0 / ds4::num::sqrt_f64((double)D);
+    const int ranges = (int)((D + kScoreRange - 1) / kScoreRange);
+    for (int x = (int)ds4_thread_x(); x < (int)kt * HG; x += kThreads) {
+        double s = part[x];
+        for (int r = 1; r < ranges; ++r) s = s + part[r * kChunkKeys * HG + x];
+        e_s[x] = s * scale;
+    }
+    ds4_sync_block();
 }
 
 // The chunk's scores (times 1 / sqrt(D)) into e_s [key][head]: each (head, key) one fma chain
@@ -241,8 +286,8 @@ __device__ inline void group_scores(const float* q, int64_t D, const void* const
                 }
         }
     }
-    const double scale = 1.0 / ds4::num::sqrt_f64((double)D);
     if (G::GR == 1) {
+        const double scale = 1.0 / ds4::num::sqrt_f64((double)D);
         for (int a = 0; a < G::TH; ++a)
             for (int b = 0; b < G::TK; ++b) {
                 double& e = e_s[(kq + G::GK * b) * HG + hq + G::GH * a];
@@ -255,13 +300,84 @@ __device__ inline void group_scores(const float* q, int64_t D, const void* const
     for (int a = 0; a < G::TH; ++a)
         for (int b = 0; b < G::TK; ++b) stage[(rq * kChunkKeys + kq + G::GK * b) * HG + hq + G::GH * a] = acc[a][b];
     ds4_sync_block();
-    const int64_t ranges = (D + kScoreRange - 1) / kScoreRange;
-    for (int64_t x = t; x < kt * HG; x += kThreads) {
-        double s = stage[x];
-        for (int64_t r = 1; r < ranges; ++r) s = s + stage[r * kChunkKeys * HG + x];
-        e_s[x] = s * scale;
-    }
+    add_ranges<HG>(D, kt, stage, e_s);
+}
+
+// Scores of a group of few heads (Group::kDirect), the same chains: thread (range r = t / 64,
+// key k = t % 64) walks its range of key row k from memory against the group's query rows,
+// widened once into `stage` (broadcast reads), kAhead quads loaded before their products.
+template <int HG>
+__device__ inline void direct_scores(const float* q, int64_t D, const void* const* key_row, bool f16, int64_t kt,
+                                     bool v4, double* stage, double* e_s) {
+    static_assert(kRanges * kChunkKeys == kThreads, "a thread a (range, key)");
+    const int t = (int)ds4_thread_x();
+    for (int64_t x = t; x < HG * D; x += kThreads) stage[x] = (double)q[x];
     ds4_sync_block();
+    const int r = t / kChunkKeys, k = t % kChunkKeys;
+    const int64_t d0 = (int64_t)r * kScoreRange, d1 = D < d0 + kScoreRange ? D : d0 + kScoreRange;
+    double acc[HG];
+    for (int h = 0; h < HG; ++h) acc[h] = 0.0;
+    if (k < kt) {
+        constexpr int kAhead = 4;
+        for (int64_t d = d0; d < d1; d += 4 * kAhead) {
+            float kv[kAhead][4];
+#pragma unroll
+            for (int u = 0; u < kAhead; ++u) {
+                if (d + 4 * u < d1) load4_key(key_row[k], f16, d + 4 * u, D, v4, kv[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < kAhead; ++u) {
+#pragma unroll
+                for (int w = 0; w < 4; ++w) {
+                    const int64_t dd = d + 4 * u + w;
+                    if (dd < d1) {
+                        const double kd = kv[u][w];
+                        for (int h = 0; h < HG; ++h) acc[h] = __builtin_fma(stage[h * D + dd], kd, acc[h]);
+                    }
+                }
+            }
+        }
+    }
+    ds4_sync_block();  // the query rows are read: the stage takes the ranges' sums
+    for (int h = 0; h < HG; ++h) stage[(r * kChunkKeys + k) * HG + h] = acc[h];
+    ds4_sync_block();
+    add_ranges<HG>(D, kt, stage, e_s);
+}
+
+// Weighted values of a group of few heads (Group::kDirect), the same chains: thread t takes
+// outputs 2t and 2t + 1 of every head (D <= 2 kThreads), each key's two values from memory,
+// kAhead keys loaded before their products; into part_o rows (a head's: part_stride apart).
+template <int HG>
+__device__ inline void direct_values(const void* const* key_row, bool f16, int64_t kt, int64_t D, bool v4,
+                                     const double* e_s, double* part_o, int64_t part_stride) {
+    static_assert(2 * kThreads >= kMaxHeadDim, "two outputs a thread");
+    const int64_t j = 2 * (int64_t)ds4_thread_x();
+    if (j >= D) return;
+    double o[HG][2];
+    for (int h = 0; h < HG; ++h) o[h][0] = 0.0, o[h][1] = 0.0;
+    constexpr int kAhead = 8;
+    for (int64_t k0 = 0; k0 < kt; k0 += kAhead) {
+        float v[kAhead][2];
+#pragma unroll
+        for (int u = 0; u < kAhead; ++u) {
+            if (k0 + u < kt) load2_key(key_row[k0 + u], f16, j, D, v4, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kAhead; ++u) {
+            if (k0 + u < kt) {
+                for (int h = 0; h < HG; ++h) {
+                    const double w = e_s[(k0 + u) * HG + h];
+                    o[h][0] = __builtin_fma(w, (double)v[u][0], o[h][0]);
+                    o[h][1] = __builtin_fma(w, (double)v[u][1], o[h][1]);
+                }
+            }
+        }
+    }
+    for (int h = 0; h < HG; ++h) {
+        double* out = part_o + h * part_stride;
+        out[j] = o[h][0];
+        if (j + 1 < D) out[j + 1] = o[h][1];
+    }
 }
 
 // Chunk c of the group's HG heads: the scores into e_s [key][head] (then the weights), the
@@ -279,7 +395,11 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
         key_row[k] = f16 ? (const void*)th.tk.f16_row(k0 + k, D) : (const void*)(keys.rows + (k0 + k) * D);
     }
     ds4_sync_block();
-    group_scores<HG>(q, D, key_row, f16, kt, v4, stage, e_s);
+    if constexpr (G::kDirect) {
+        direct_scores<HG>(q, D, key_row, f16, kt, v4, stage, e_s);
+    } else {
+        group_scores<HG>(q, D, key_row, f16, kt, v4, stage, e_s);
+    }
 
     // The chunk's maxima in key order, the weights, their sums in key order.
     if (t < HG) {
@@ -296,6 +416,10 @@ __device__ inline void group_chunk(const Keys& keys, const TokenHeads& th, const
         l_s[t] = sum;
     }
 
+    if constexpr (G::kDirect) {  // reads only e_s's weights (no barrier: nothing is overwritten)
+        direct_values<HG>(key_row, f16, kt, D, v4, e_s, part_o, part_stride);
+        return;
+    }
     // The weighted values, a JS-wide slab of outputs at a time.
     const int vh = t / G::VJ, jq = t % G::VJ;
     float vpre[G::kValueQuads][4];
