@@ -2,7 +2,8 @@
 # Step 37 on the lent GPU, one stage per argument (carry .whl and .llama):
 #   bash reports/examples/gpu-speed-h200/37-run.sh ranges    # one call (about 300 s)
 #   bash reports/examples/gpu-speed-h200/37-run.sh step      # one call (about 220 s)
-#   bash reports/examples/gpu-speed-h200/37-run.sh shape     # one call (about 450 s)
+#   bash reports/examples/gpu-speed-h200/37-run.sh direct    # one call (about 400 s; not yet run)
+#   bash reports/examples/gpu-speed-h200/37-run.sh shape     # one call (about 450 s; not yet run)
 # ranges: the attention's scores as one fma chain a range of 128 values of d, the ranges added in
 # order, with the small head groups taking a range a thread (37-ranges.diff) against step 36's one
 # chain over all of d (which made decode after 2048 tokens 6% slower: 36-attn-ab.txt), built side
@@ -14,6 +15,11 @@
 # step: the two together (37-step.diff, the engine since e0b9497) against step 36's code in one
 # round (the short form of `ranges` for a session with little device time left), then the same
 # tests.
+# direct: the head groups of 8 or fewer reading key rows straight from memory (37-direct.diff;
+# the staged slabs cost decode's groups 40-80 us a launch, 37-profile-after.txt) against the
+# staged code: one logits hash a model expected (the same chains), then decode, verify and
+# prefill in two rounds, a decode profile with DS4KIT_GPU_PDL=never (each kernel's own time),
+# and the tests of `step`.
 # shape: a full-width file of a shape the kernels were not tuned on (SHAPE_LAYERS, default 4;
 # SHAPE_EXPERTS, default Q4_K: llama.cpp loads it, and our Q4_K experts have no int8 walk and no
 # tensor-core GEMM, so prefill takes the float walks), ours at the default prefill block (1024 on
@@ -45,6 +51,19 @@ for stage in "$@"; do
           timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
             >"$OUT/37-tests-forward.txt" 2>&1
           tail -1 "$OUT/37-tests-forward.txt" ;;
+    direct) PROFILE_ARGS="--prompt 2048 --tokens 16" REPS=${REPS:-2} timeout 420 \
+              bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/37-direct.diff "$OUT/direct" hash ab >"$OUT/direct.log" 2>&1
+            cp "$OUT/direct/hash.txt" "$OUT/37-direct-hash.txt"; cp "$OUT/direct/ab.txt" "$OUT/37-direct-ab.txt"
+            cat "$OUT/37-direct-hash.txt"; grep -v counters "$OUT/37-direct-ab.txt"; tail -2 "$OUT/direct.log"
+            export PYTHONPATH="/tmp/ds4kit-site:$PWD" PY=python3
+            DS4KIT_GPU_PDL=never timeout 90 python3 scripts/gpu-decode-profile /dev/shm/fullwidth-8L-Q2_K.gguf --prompt 2048 \
+              --tokens 16 --profile-tokens 4 --no-verify >"$OUT/37-direct-profile-nopdl.txt" 2>&1
+            grep -E "attention" "$OUT/37-direct-profile-nopdl.txt" | head -6
+            timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/37-direct-tests-int8.txt" 2>&1
+            tail -1 "$OUT/37-direct-tests-int8.txt"
+            timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
+              >"$OUT/37-direct-tests-forward.txt" 2>&1
+            tail -1 "$OUT/37-direct-tests-forward.txt" ;;
     shape) source scripts/gpu-build "$OUT/build.log" || exit 3
            model=$(SPEED_LAYERS=${SHAPE_LAYERS:-4} SPEED_EXPERTS_TYPE=${SHAPE_EXPERTS:-Q4_K} \
                    bash scripts/gpu-speed-model /tmp/synth) || exit 4
@@ -55,7 +74,7 @@ for stage in "$@"; do
            done
            timeout 240 bash scripts/llama-cuda-bench "$model" "$OUT/llama" | tee "$OUT/37-shape-llama.txt"
            cp "$OUT"/llama/*.json "$OUT/" 2>/dev/null ;;
-    *) echo "37-run.sh: unknown stage $stage (ranges, step, shape)" >&2; exit 2 ;;
+    *) echo "37-run.sh: unknown stage $stage (ranges, step, direct, shape)" >&2; exit 2 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - t0 )) s"
 done
