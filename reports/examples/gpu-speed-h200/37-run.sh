@@ -29,41 +29,34 @@ set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader >"$OUT/37-device.txt" 2>&1
+d=reports/examples/gpu-speed-h200
+# diff_then_tests NAME STAGES REPS LIMIT: scripts/gpu-diff-ab of 37-NAME.diff (its STAGES, REPS
+# rounds of a 2048-token prefill, decode and verify; VARIANTS passes through) into 37-NAME-*.txt,
+# then, on the tree's build, test_gpu_int8.py and test_gpu_forward.py's bounds and kernel choices
+# (37-tests-*.txt for step, the record's names; 37-NAME-tests-*.txt otherwise).
+diff_then_tests() {
+  local name=$1 stages=$2 reps=$3 limit=$4 tests=37-$1-tests
+  [ "$name" = step ] && tests=37-tests
+  PROFILE_ARGS="--prompt 2048 --tokens 16" REPS=${REPS:-$reps} timeout "$limit" \
+    bash scripts/gpu-diff-ab "$d/37-$name.diff" "$OUT/$name" $stages >"$OUT/$name.log" 2>&1
+  [ -f "$OUT/$name/hash.txt" ] && cp "$OUT/$name/hash.txt" "$OUT/37-$name-hash.txt" && cat "$OUT/37-$name-hash.txt"
+  cp "$OUT/$name/ab.txt" "$OUT/37-$name-ab.txt"; grep -v counters "$OUT/37-$name-ab.txt"; tail -2 "$OUT/$name.log"
+  export PYTHONPATH="/tmp/ds4kit-site:$PWD" PY=python3
+  timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/$tests-int8.txt" 2>&1
+  tail -1 "$OUT/$tests-int8.txt"
+  timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
+    >"$OUT/$tests-forward.txt" 2>&1
+  tail -1 "$OUT/$tests-forward.txt"
+}
 for stage in "$@"; do
   t0=$(date +%s)
   case $stage in
-    ranges) VARIANTS=reports/examples/gpu-speed-h200/37-no-shexp.diff PROFILE_ARGS="--prompt 2048 --tokens 16" \
-              REPS=${REPS:-2} timeout 450 \
-              bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/37-ranges.diff "$OUT/ranges" ab >"$OUT/ranges.log" 2>&1
-            cp "$OUT/ranges/ab.txt" "$OUT/37-ranges-ab.txt"; grep -v counters "$OUT/37-ranges-ab.txt"; tail -2 "$OUT/ranges.log"
-            export PYTHONPATH="/tmp/ds4kit-site:$PWD" PY=python3
-            timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/37-tests-int8.txt" 2>&1
-            tail -1 "$OUT/37-tests-int8.txt"
-            timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
-              >"$OUT/37-tests-forward.txt" 2>&1
-            tail -1 "$OUT/37-tests-forward.txt" ;;
-    step) PROFILE_ARGS="--prompt 2048 --tokens 16" REPS=${REPS:-1} timeout 330 \
-            bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/37-step.diff "$OUT/step" ab >"$OUT/step.log" 2>&1
-          cp "$OUT/step/ab.txt" "$OUT/37-step-ab.txt"; grep -v counters "$OUT/37-step-ab.txt"; tail -2 "$OUT/step.log"
-          export PYTHONPATH="/tmp/ds4kit-site:$PWD" PY=python3
-          timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/37-tests-int8.txt" 2>&1
-          tail -1 "$OUT/37-tests-int8.txt"
-          timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
-            >"$OUT/37-tests-forward.txt" 2>&1
-          tail -1 "$OUT/37-tests-forward.txt" ;;
-    direct) PROFILE_ARGS="--prompt 2048 --tokens 16" REPS=${REPS:-2} timeout 420 \
-              bash scripts/gpu-diff-ab reports/examples/gpu-speed-h200/37-direct.diff "$OUT/direct" hash ab >"$OUT/direct.log" 2>&1
-            cp "$OUT/direct/hash.txt" "$OUT/37-direct-hash.txt"; cp "$OUT/direct/ab.txt" "$OUT/37-direct-ab.txt"
-            cat "$OUT/37-direct-hash.txt"; grep -v counters "$OUT/37-direct-ab.txt"; tail -2 "$OUT/direct.log"
-            export PYTHONPATH="/tmp/ds4kit-site:$PWD" PY=python3
+    ranges) VARIANTS=$d/37-no-shexp.diff diff_then_tests ranges ab 2 450 ;;
+    step) diff_then_tests step ab 1 330 ;;
+    direct) diff_then_tests direct "hash ab" 2 420
             DS4KIT_GPU_PDL=never timeout 90 python3 scripts/gpu-decode-profile /dev/shm/fullwidth-8L-Q2_K.gguf --prompt 2048 \
               --tokens 16 --profile-tokens 4 --no-verify >"$OUT/37-direct-profile-nopdl.txt" 2>&1
-            grep -E "attention" "$OUT/37-direct-profile-nopdl.txt" | head -6
-            timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_int8.py >"$OUT/37-direct-tests-int8.txt" 2>&1
-            tail -1 "$OUT/37-direct-tests-int8.txt"
-            timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_forward.py -k "wide_calls or match_cpu or verify_and_prefill" \
-              >"$OUT/37-direct-tests-forward.txt" 2>&1
-            tail -1 "$OUT/37-direct-tests-forward.txt" ;;
+            grep -E "attention" "$OUT/37-direct-profile-nopdl.txt" | head -6 ;;
     shape) source scripts/gpu-build "$OUT/build.log" || exit 3
            model=$(SPEED_LAYERS=${SHAPE_LAYERS:-4} SPEED_EXPERTS_TYPE=${SHAPE_EXPERTS:-Q4_K} \
                    bash scripts/gpu-speed-model /tmp/synth) || exit 4
