@@ -152,11 +152,12 @@ __device__ inline void slab_steps(int64_t n, Step step) {
     }
 }
 
-// The tiles of a block of HG heads (gpu_attention.cu's header gives the order they keep).
-// Scores: GR x GH x GK threads, each TH heads (hq + GH a) by TK keys (kq + GK b) over one range of
-// d (GR = kRanges: the ranges' chains meet in shared memory; the small groups, so that decode's
-// few heads a block still have 256 chains in flight) or over all of d (GR = 1: a thread adds its
-// chains as each range ends), through slabs of DS values of each range: the group's query rows
+// The tiles of a block of HG heads (gpu_attention.cu's header gives the order they keep); the
+// staged fields serve groups of more than 8 heads (kDirect: fewer use direct_scores and
+// direct_values). Scores: GR x GH x GK threads, each TH heads (hq + GH a) by TK keys (kq + GK b)
+// over one range of d (GR = kRanges, the group of 16: the ranges' chains meet in shared memory,
+// 256 chains in flight) or over all of d (GR = 1, the group of 64: a thread adds its chains as
+// each range ends), through slabs of DS values of each range: the group's query rows
 // and the chunk's key rows, widened, in `stage` as [range][d][row] (row < HG: a head, then the
 // keys). Values: VH x VJ threads, each VTH heads (hq + VH a) by TJ outputs (jq + VJ b) of a
 // JS-wide slab, through key slabs of KS rows in `stage` as [key][j]. Strided heads, keys and
