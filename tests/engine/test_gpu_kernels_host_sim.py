@@ -71,7 +71,7 @@ DRIVERS = [("indexer_sim.cpp", 14), ("top_k_sim.cpp", 6), ("hc_norm_sim.cpp", 9)
            ("gemm_int8_sim.cpp", 19), ("gemm_int8_mma_sim.cpp", 19), ("attention_inputs_sim.cpp", 8),
            ("plan_int8_sim.cpp", 5), ("group_reduce_sim.cpp", 9), ("norm_int8_sim.cpp", 12),
            ("norm_int8_sim.cpp -DDS4_GPU_SIM_NO_SHUFFLE", 12),
-           ("moe_gemm_q2k_sim.cpp", 8), ("moe_gemm_q2k_sim.cpp -DDS4_MMA_EMULATE", 8), ("attention_sim.cpp", 9)]
+           ("moe_gemm_q2k_sim.cpp", 8), ("moe_gemm_q2k_sim.cpp -DDS4_MMA_EMULATE", 8), ("attention_sim.cpp", 11)]
 
 
 @pytest.mark.parametrize("entry, cases", DRIVERS)
