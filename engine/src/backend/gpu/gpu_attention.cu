@@ -101,13 +101,15 @@ __device__ inline void load4_f32(const float* r, int64_t d, int64_t n, bool v4, 
         for (int u = 0; u < 4; ++u) v[u] = d + u < n ? r[d + u] : 0.0f;
     }
 }
+__device__ inline void f16x2_to_f32(uint32_t w, float* v) {
+    v[0] = ds4::gpu::f16_bits_to_f32((uint16_t)(w & 0xFFFFu));
+    v[1] = ds4::gpu::f16_bits_to_f32((uint16_t)(w >> 16));
+}
 __device__ inline void load4_f16(const uint16_t* r, int64_t d, int64_t n, bool v4, float* v) {
     if (v4 && d + 4 <= n) {
         const U32x2 w = *reinterpret_cast<const U32x2*>(r + d);
-        v[0] = ds4::gpu::f16_bits_to_f32((uint16_t)(w.x & 0xFFFFu));
-        v[1] = ds4::gpu::f16_bits_to_f32((uint16_t)(w.x >> 16));
-        v[2] = ds4::gpu::f16_bits_to_f32((uint16_t)(w.y & 0xFFFFu));
-        v[3] = ds4::gpu::f16_bits_to_f32((uint16_t)(w.y >> 16));
+        f16x2_to_f32(w.x, v);
+        f16x2_to_f32(w.y, v + 2);
     } else {
         for (int u = 0; u < 4; ++u) v[u] = d + u < n ? ds4::gpu::f16_bits_to_f32(r[d + u]) : 0.0f;
     }
@@ -127,9 +129,7 @@ __device__ inline void load4_key(const void* r, bool f16, int64_t d, int64_t n, 
 __device__ inline void load2_key(const void* r, bool f16, int64_t d, int64_t n, bool v4, float* v) {
     if (v4 && d + 2 <= n) {
         if (f16) {
-            const uint32_t w = *reinterpret_cast<const uint32_t*>((const uint16_t*)r + d);
-            v[0] = ds4::gpu::f16_bits_to_f32((uint16_t)(w & 0xFFFFu));
-            v[1] = ds4::gpu::f16_bits_to_f32((uint16_t)(w >> 16));
+            f16x2_to_f32(*reinterpret_cast<const uint32_t*>((const uint16_t*)r + d), v);
         } else {
             const F32x2 w = *reinterpret_cast<const F32x2*>((const float*)r + d);
             v[0] = w.x, v[1] = w.y;
@@ -322,16 +322,25 @@ __device__ inline void direct_scores(const float* q, int64_t D, const void* cons
         constexpr int kAhead = 4;
         for (int64_t d = d0; d < d1; d += 4 * kAhead) {
             float kv[kAhead][4];
+            const bool full = d + 4 * kAhead <= d1;
+            if (f16 && v4 && full) {  // the common run: every load issued before the first use
+                U32x2 w[kAhead];
 #pragma unroll
-            for (int u = 0; u < kAhead; ++u) {
-                if (d + 4 * u < d1) load4_key(key_row[k], f16, d + 4 * u, D, v4, kv[u]);
+                for (int u = 0; u < kAhead; ++u) w[u] = reinterpret_cast<const U32x2*>((const uint16_t*)key_row[k] + d)[u];
+#pragma unroll
+                for (int u = 0; u < kAhead; ++u) f16x2_to_f32(w[u].x, kv[u]), f16x2_to_f32(w[u].y, kv[u] + 2);
+            } else {
+#pragma unroll
+                for (int u = 0; u < kAhead; ++u) {
+                    if (d + 4 * u < d1) load4_key(key_row[k], f16, d + 4 * u, D, v4, kv[u]);
+                }
             }
 #pragma unroll
             for (int u = 0; u < kAhead; ++u) {
 #pragma unroll
                 for (int w = 0; w < 4; ++w) {
                     const int64_t dd = d + 4 * u + w;
-                    if (dd < d1) {
+                    if (full || dd < d1) {
                         const double kd = kv[u][w];
                         for (int h = 0; h < HG; ++h) acc[h] = __builtin_fma(stage[h * D + dd], kd, acc[h]);
                     }
@@ -359,9 +368,17 @@ __device__ inline void direct_values(const void* const* key_row, bool f16, int64
     constexpr int kAhead = 8;
     for (int64_t k0 = 0; k0 < kt; k0 += kAhead) {
         float v[kAhead][2];
+        if (f16 && v4 && k0 + kAhead <= kt) {  // the common run: every load issued before the first use
+            uint32_t w[kAhead];
 #pragma unroll
-        for (int u = 0; u < kAhead; ++u) {
-            if (k0 + u < kt) load2_key(key_row[k0 + u], f16, j, D, v4, v[u]);
+            for (int u = 0; u < kAhead; ++u) w[u] = *reinterpret_cast<const uint32_t*>((const uint16_t*)key_row[k0 + u] + j);
+#pragma unroll
+            for (int u = 0; u < kAhead; ++u) f16x2_to_f32(w[u], v[u]);
+        } else {
+#pragma unroll
+            for (int u = 0; u < kAhead; ++u) {
+                if (k0 + u < kt) load2_key(key_row[k0 + u], f16, j, D, v4, v[u]);
+            }
         }
 #pragma unroll
         for (int u = 0; u < kAhead; ++u) {
